@@ -1,0 +1,239 @@
+"""What every model shares: the burst record, the cycle-cost formula, rings, counters.
+
+A *burst* is the unit that moves through the simulation (DESIGN.md, granularity): a TSO segment
+on transmit, an interrupt's worth of frames on receive, a train of ACKs. It carries its frame and
+packet counts and bytes; per-frame costs and wire time are computed from the counts, never by an
+event per frame.
+
+Units: bytes, frames, packets, cycles; time in seconds (SimPy).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from models import units
+
+DATA = "data"
+ACK = "ack"
+UDP = "udp"
+
+
+def check(cond: bool, name: str, value, allowed: str) -> None:
+    """Raise a ValueError naming the parameter, its value and what is allowed."""
+    if not cond:
+        raise ValueError(f"{name}={value!r}: must be {allowed}")
+
+
+@dataclass(frozen=True)
+class CycleCost:
+    """Cycles charged by one processing stage: fixed + per packet + per byte + per exit.
+
+    ``fixed_cycles`` is paid once per invocation (a call, an interrupt, a batch); exits are VM
+    exits or binary-translation traps, priced by the device model.
+    """
+
+    fixed_cycles: float = 0.0
+    per_packet_cycles: float = 0.0
+    per_byte_cycles: float = 0.0
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            check(v >= 0, f.name, v, ">= 0")
+
+    def cycles(self, packets: float = 0, n_bytes: float = 0, invocations: float = 1) -> float:
+        return (self.fixed_cycles * invocations + self.per_packet_cycles * packets
+                + self.per_byte_cycles * n_bytes)
+
+    def scaled(self, factor: float) -> "CycleCost":
+        return CycleCost(self.fixed_cycles * factor, self.per_packet_cycles * factor,
+                         self.per_byte_cycles * factor)
+
+
+@dataclass
+class Burst:
+    """A group of frames of one flow moving together.
+
+    ``frames`` is what the wire and the receive rings see; ``packets`` is what the host stack sees
+    (a TSO segment is one packet of many frames; an LRO aggregate likewise). ``payload_bytes`` is
+    transport payload; ``header_bytes`` is IP+transport header per frame.
+    """
+
+    kind: str
+    flow: int
+    payload_bytes: int
+    frames: int
+    packets: int
+    header_bytes: int
+    frame_payload_bytes: int
+    seq: int = 0            # first payload byte (TCP data)
+    ack: int = 0            # cumulative ACK (TCP ACK)
+    window_bytes: int = 0   # advertised receive window (TCP ACK)
+    sack_edge: int = 0      # first byte held out of order above ``ack`` (0: none)
+    psh: bool = False
+    dup: bool = False       # a duplicate ACK train
+    sent_s: float = 0.0     # when the sender emitted it (RTT samples)
+    echo_s: float = -1.0    # the sent_s echoed back by an ACK (timestamp option)
+    retransmit: bool = False
+    dst: int = 0            # destination endpoint id (VM index or peer)
+
+    @property
+    def wire_bytes(self) -> int:
+        return units.burst_wire_bytes(self.payload_bytes, self.frames, self.header_bytes,
+                                      self.frame_payload_bytes)
+
+    @property
+    def ip_bytes(self) -> int:
+        return self.payload_bytes + self.frames * self.header_bytes
+
+    def head(self, n_frames: int) -> "Burst":
+        """The first ``n_frames`` frames (what a ring with that much room accepts)."""
+        assert 0 < n_frames < self.frames and self.packets == self.frames
+        payload = min(self.payload_bytes, n_frames * self.frame_payload_bytes)
+        return dataclasses.replace(self, frames=n_frames, packets=n_frames, payload_bytes=payload)
+
+    def aggregated(self, max_bytes: int) -> "Burst":
+        """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``."""
+        if self.kind != DATA or max_bytes <= 0:
+            return self
+        per_aggregate = max(1, max_bytes // self.frame_payload_bytes)
+        return dataclasses.replace(self, packets=-(-self.frames // per_aggregate))
+
+    def as_frames(self) -> "Burst":
+        """The same burst after the wire: every frame is a packet to the receiver."""
+        return dataclasses.replace(self, packets=self.frames)
+
+
+@dataclass
+class StageStats:
+    """Frame/byte counters of one buffering stage, drops by named reason.
+
+    Conservation: arrived = departed + dropped + queued, for frames and for bytes.
+    """
+
+    name: str
+    arrived_frames: int = 0
+    arrived_bytes: int = 0
+    departed_frames: int = 0
+    departed_bytes: int = 0
+    queued_frames: int = 0
+    queued_bytes: int = 0
+    dropped_frames: dict = field(default_factory=dict)
+    dropped_bytes: dict = field(default_factory=dict)
+
+    def arrive(self, frames: int, n_bytes: int) -> None:
+        self.arrived_frames += frames
+        self.arrived_bytes += n_bytes
+        self.queued_frames += frames
+        self.queued_bytes += n_bytes
+
+    def depart(self, frames: int, n_bytes: int) -> None:
+        self.departed_frames += frames
+        self.departed_bytes += n_bytes
+        self.queued_frames -= frames
+        self.queued_bytes -= n_bytes
+
+    def drop(self, reason: str, frames: int, n_bytes: int) -> None:
+        self.arrived_frames += frames
+        self.arrived_bytes += n_bytes
+        self.dropped_frames[reason] = self.dropped_frames.get(reason, 0) + frames
+        self.dropped_bytes[reason] = self.dropped_bytes.get(reason, 0) + n_bytes
+
+    def total_dropped_frames(self) -> int:
+        return sum(self.dropped_frames.values())
+
+    def conservation_error(self) -> tuple[int, int]:
+        """(frames, bytes) unaccounted for; (0, 0) when conserved."""
+        dropped_b = sum(self.dropped_bytes.values())
+        return (self.arrived_frames - self.departed_frames - self.total_dropped_frames()
+                - self.queued_frames,
+                self.arrived_bytes - self.departed_bytes - dropped_b - self.queued_bytes)
+
+
+class Stats:
+    """Registry of counters a run collects: stage stats and named scalar counters.
+
+    The engine creates one per replication and hands it to every component.
+    """
+
+    def __init__(self):
+        self.stages: dict[str, StageStats] = {}
+        self.counters: dict[str, float] = {}
+
+    def stage(self, name: str) -> StageStats:
+        assert name not in self.stages, f"duplicate stage {name}"
+        self.stages[name] = StageStats(name)
+        return self.stages[name]
+
+    def add(self, name: str, value: float = 1.0) -> None:
+        self.counters[name] = self.counters.get(name, 0.0) + value
+
+
+class Ring:
+    """A bounded buffer of bursts counted in ``unit`` ('frames' or 'packets').
+
+    Descriptor-ring semantics: a burst occupies slots from ``offer`` until ``release``, even while
+    it is being processed (``claim`` hands it to the consumer without freeing). A burst that finds
+    too little room is cut to what fits (tail drop, per frame) or, when it is one packet of many
+    frames (TSO), dropped whole. ``on_space`` callbacks run when slots are freed.
+    """
+
+    def __init__(self, name: str, capacity: int, stats: Stats, unit: str = "frames",
+                 drop_reason: str = "ring_full"):
+        check(capacity >= 1, f"{name}.capacity", capacity, ">= 1")
+        check(unit in ("frames", "packets"), f"{name}.unit", unit, "'frames' or 'packets'")
+        self.name, self.capacity, self.unit, self.drop_reason = name, capacity, unit, drop_reason
+        self.stats = stats.stage(name)
+        self.used = 0
+        self._pending: deque[Burst] = deque()
+        self.on_space: list[Callable[[], None]] = []
+
+    def _size(self, burst: Burst) -> int:
+        return burst.frames if self.unit == "frames" else burst.packets
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def offer(self, burst: Burst) -> Burst | None:
+        """Enqueue what fits; count the rest as dropped. Returns the accepted part or None."""
+        size, room = self._size(burst), self.free
+        accepted = burst
+        if size > room:
+            if room > 0 and burst.packets == burst.frames:
+                accepted = burst.head(room)
+            else:
+                accepted = None
+            kept_frames = accepted.frames if accepted else 0
+            kept_bytes = accepted.wire_bytes if accepted else 0
+            self.stats.drop(self.drop_reason, burst.frames - kept_frames,
+                            burst.wire_bytes - kept_bytes)
+        if accepted is not None:
+            self.used += self._size(accepted)
+            self.stats.arrive(accepted.frames, accepted.wire_bytes)
+            self._pending.append(accepted)
+        return accepted
+
+    def peek(self) -> Burst:
+        return self._pending[0]
+
+    def claim(self) -> Burst:
+        return self._pending.popleft()
+
+    def claim_all(self) -> list[Burst]:
+        batch = list(self._pending)
+        self._pending.clear()
+        return batch
+
+    def release(self, bursts: Iterable[Burst]) -> None:
+        for b in bursts:
+            self.used -= self._size(b)
+            self.stats.depart(b.frames, b.wire_bytes)
+        for cb in list(self.on_space):
+            cb()

@@ -1,0 +1,86 @@
+"""The native client on the other end of the wire (netperf/netserver host, traffic generator).
+
+Modelled: a native host with its own cores and OS stack profile. Its NIC's receive interrupt runs
+the driver and the TCP/IP receive path (and the ACKs it generates) in one softirq context on core
+0; each connection's application (netperf or netserver process, with its send()/recv() copies
+and segment output) runs on its own core, round-robin over cores 1..n-1. It can be the
+bottleneck, as in the sources (claim E35-client-limit).
+LRO (``lro_max_bytes``) merges received data frames before the stack, so the stack pays per
+aggregate while the driver pays per frame.
+Left out: the client's own PCIe and NUMA, receive-side scaling on the client, its qdisc (a full
+TX ring drops, reason ``tx_ring_full``; the default ring is large enough that TCP never fills it).
+Units: cycles, bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import simpy
+
+from models.base import ACK, Burst, CycleCost, Stats, check
+from models.cpu import Context, Cpu, CpuParams
+from models.guest import OsStackParams, StackHost
+from models.nic import NicParams, NicPort
+from models.tcp import TcpParams
+
+PEER_DST = -1  # Burst.dst of traffic addressed to the peer
+
+
+@dataclass(frozen=True)
+class PeerParams:
+    cpu: CpuParams = field(default_factory=lambda: CpuParams(2, 4, 2.66e9))
+    stack: OsStackParams = field(default_factory=OsStackParams)
+    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
+    driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
+    tx_ring_slots: int = 4096
+    lro_max_bytes: int = 65536  # LRO on the client's NIC driver (ixgbe); 0 = off
+
+    def __post_init__(self):
+        check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
+        check(self.lro_max_bytes >= 0, "lro_max_bytes", self.lro_max_bytes, ">= 0")
+
+
+class PeerHost(StackHost):
+    """The client machine: cores, a NIC port, an OS stack."""
+
+    def __init__(self, env: simpy.Environment, params: PeerParams, nic: NicParams, tcp: TcpParams,
+                 stats: Stats, rng: np.random.Generator):
+        super().__init__(env, "peer", params.stack, tcp)
+        self.params = params
+        self.cpu = Cpu(env, params.cpu)
+        self.nic = NicPort(env, "peer.nic0", replace(nic, tx_ring_slots=params.tx_ring_slots),
+                           stats)
+        self.irq = Context(env, "peer.softirq", self.cpu.core(0), rng=rng)
+        self._apps: dict[int, Context] = {}
+        self._rng = rng
+        self.nic.rx_context = self.irq
+        self.nic.rx_cost = self._rx_cost
+        self.nic.rx_deliver = self.deliver
+
+    @property
+    def tso(self) -> bool:
+        return self.nic.params.tso
+
+    def app_context(self, flow: int) -> Context:
+        if flow not in self._apps:
+            n = len(self.cpu.cores)
+            core = self.cpu.core(1 + len(self._apps) % max(1, n - 1)) if n > 1 else self.cpu.core(0)
+            self._apps[flow] = Context(self.env, f"peer.app{flow}", core, rng=self._rng)
+        return self._apps[flow]
+
+    def contexts(self) -> list[Context]:
+        return [self.irq, *self._apps.values()]
+
+    def _rx_cost(self, batch: list[Burst], is_interrupt: bool) -> float:
+        """Driver per frame; the stack per LRO aggregate."""
+        frames = sum(b.frames for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        merged = [b.aggregated(self.params.lro_max_bytes) for b in batch]
+        return self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
+            self.rx_cycles(merged)
+
+    def send_down(self, burst: Burst, cycles: float) -> None:
+        cycles += self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0)
+        ctx = self.irq if burst.kind == ACK else self.app_context(burst.flow)
+        ctx.then(cycles, lambda: self.nic.send(burst))

@@ -1,0 +1,323 @@
+"""Window-based TCP at burst granularity: a sender and a receiver per connection.
+
+Modelled:
+- Sender: send buffer (``sndbuf_bytes`` bounds unacknowledged + unsent bytes), congestion window
+  with slow start and congestion avoidance (byte counting), Nagle, segments up to ``seg_max_bytes``
+  (a TSO segment when the path offers TSO, else a train of MSS frames), fast retransmit after
+  ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
+  the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
+  exponential back-off, and a window probe when the peer's window is closed.
+- Receiver: receive buffer (``rcvbuf_bytes``) whose free space is the advertised window, one ACK
+  per ``ack_every_frames`` full frames, an immediate ACK for a pushed burst (PSH), for data out of
+  order and for a filled hole, a delayed-ACK timer for the rest, window updates after reads.
+- RTT: sampled by the sender from the echoed send time of the segment that triggered each ACK
+  (the timestamp option), so it is whatever the pipeline's delays make it.
+Left out: SACK scoreboard beyond the first hole, window scaling limits, PAWS, ECN, Nagle/delayed
+ACK interactions beyond the PSH rule; the socket size *is* the window (no Linux doubling).
+Units: bytes, frames, seconds.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import simpy
+
+from models import units
+from models.base import ACK, DATA, Burst, check
+
+
+@dataclass(frozen=True)
+class TcpParams:
+    timestamps: bool = True
+    initial_cwnd_segments: int = 10
+    min_rto_ms: float = 200.0
+    delayed_ack_ms: float = 40.0
+    ack_every_frames: int = 2
+    dupack_threshold: int = 3
+
+    def __post_init__(self):
+        check(self.initial_cwnd_segments >= 1, "initial_cwnd_segments",
+              self.initial_cwnd_segments, ">= 1")
+        check(self.min_rto_ms > 0, "min_rto_ms", self.min_rto_ms, "> 0")
+        check(self.delayed_ack_ms >= 0, "delayed_ack_ms", self.delayed_ack_ms, ">= 0")
+        check(self.ack_every_frames >= 1, "ack_every_frames", self.ack_every_frames, ">= 1")
+        check(self.dupack_threshold >= 1, "dupack_threshold", self.dupack_threshold, ">= 1")
+
+
+class TcpSender:
+    """The sending half of a connection. ``emit(burst)`` hands segments to the stack below."""
+
+    def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
+                 seg_max_bytes: int, sndbuf_bytes: int, tso: bool, dst: int,
+                 emit: Callable[[Burst], None]):
+        check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
+              f">= one MSS ({mss_bytes} bytes)")
+        self.env, self.flow, self.params, self.dst, self.emit = env, flow, params, dst, emit
+        self.mss, self.seg_max, self.sndbuf, self.tso = mss_bytes, seg_max_bytes, sndbuf_bytes, tso
+        self.header_bytes = units.tcp_header_bytes(params.timestamps)
+        self.write_seq = self.snd_una = self.snd_nxt = 0
+        self.cwnd = params.initial_cwnd_segments * mss_bytes
+        self.ssthresh = math.inf
+        self.peer_right_edge = sndbuf_bytes  # until the first ACK: the socket size
+        self.dupacks = 0
+        self.recover: int | None = None
+        self.srtt_s: float | None = None
+        self.rttvar_s = 0.0
+        self.rto_s = units.ms_to_s(params.min_rto_ms)
+        self.rto_deadline: float | None = None
+        self.retransmits = self.timeouts = 0
+        self.rtt_sum_s, self.rtt_samples = 0.0, 0
+        self._space_waiter: tuple[int, simpy.Event] | None = None
+        env.process(self._timer())
+
+    # -- application side -------------------------------------------------------------------
+    @property
+    def flight(self) -> int:
+        return self.snd_nxt - self.snd_una
+
+    def space(self) -> int:
+        return self.sndbuf - (self.write_seq - self.snd_una)
+
+    def wait_space(self, n_bytes: int) -> simpy.Event:
+        """An event that fires once ``n_bytes`` fit in the send buffer."""
+        ev = self.env.event()
+        if self.space() >= n_bytes:
+            ev.succeed()
+        else:
+            self._space_waiter = (n_bytes, ev)
+        return ev
+
+    def write(self, n_bytes: int) -> None:
+        assert n_bytes <= self.space()
+        self.write_seq += n_bytes
+        self.output()
+
+    # -- output -----------------------------------------------------------------------------
+    def output(self) -> None:
+        while True:
+            window_end = min(self.snd_una + int(self.cwnd), self.peer_right_edge)
+            unsent = self.write_seq - self.snd_nxt
+            size = min(self.seg_max, unsent, window_end - self.snd_nxt)
+            if size <= 0:
+                return
+            if size < self.mss and self.flight > 0:
+                return  # Nagle / silly-window avoidance: a small segment only when idle
+            psh = size == unsent or self.snd_nxt + size >= window_end
+            self._send(self.snd_nxt, size, psh, retransmit=False)
+            self.snd_nxt += size
+
+    def _send(self, seq: int, size: int, psh: bool, retransmit: bool) -> None:
+        frames = units.frames_for_payload(size, self.mss)
+        burst = Burst(DATA, self.flow, size, frames, 1 if self.tso else frames, self.header_bytes,
+                      self.mss, seq=seq, psh=psh, sent_s=self.env.now, retransmit=retransmit,
+                      dst=self.dst)
+        if self.rto_deadline is None:
+            self.rto_deadline = self.env.now + self.rto_s
+        self.emit(burst)
+
+    # -- ACK processing ---------------------------------------------------------------------
+    def on_ack(self, ack: Burst) -> None:
+        if ack.ack >= self.snd_una:  # an old ACK must not move the window (nor shrink it)
+            self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
+        if ack.ack > self.snd_una:
+            self._new_ack(ack)
+        elif ack.dup and ack.ack == self.snd_una and self.flight > 0:
+            self._dup_ack(ack)
+        self._wake_writer()
+        self.output()
+
+    def _new_ack(self, ack: Burst) -> None:
+        acked = ack.ack - self.snd_una
+        self.snd_una = ack.ack
+        self.snd_nxt = max(self.snd_nxt, self.snd_una)
+        self.dupacks = 0
+        if ack.echo_s >= 0:
+            self._rtt_sample(self.env.now - ack.echo_s)
+        self.rto_deadline = self.env.now + self.rto_s if self.flight > 0 else None
+        if self.recover is not None:
+            if self.snd_una >= self.recover:
+                self.recover = None
+                self.cwnd = self.ssthresh
+            else:
+                self._retransmit_hole(ack)
+            return
+        if self.cwnd < self.ssthresh:
+            self.cwnd += acked
+        else:
+            self.cwnd += self.mss * acked / self.cwnd
+
+    def _dup_ack(self, ack: Burst) -> None:
+        self.dupacks += ack.packets
+        if self.dupacks >= self.params.dupack_threshold and self.recover is None:
+            self.ssthresh = max(self.flight / 2, 2 * self.mss)
+            self.cwnd = self.ssthresh
+            self.recover = self.snd_nxt
+            self._retransmit_hole(ack)
+
+    def _retransmit_hole(self, ack: Burst) -> None:
+        end = ack.sack_edge if ack.sack_edge > self.snd_una else self.snd_una + self.mss
+        size = min(end - self.snd_una, self.seg_max, self.snd_nxt - self.snd_una)
+        if size > 0:
+            self.retransmits += 1
+            self._send(self.snd_una, size, psh=True, retransmit=True)
+
+    def _rtt_sample(self, rtt_s: float) -> None:
+        self.rtt_sum_s += rtt_s
+        self.rtt_samples += 1
+        if self.srtt_s is None:
+            self.srtt_s, self.rttvar_s = rtt_s, rtt_s / 2
+        else:
+            self.rttvar_s = 0.75 * self.rttvar_s + 0.25 * abs(self.srtt_s - rtt_s)
+            self.srtt_s = 0.875 * self.srtt_s + 0.125 * rtt_s
+        self.rto_s = max(units.ms_to_s(self.params.min_rto_ms), self.srtt_s + 4 * self.rttvar_s)
+
+    def _wake_writer(self) -> None:
+        if self._space_waiter and self.space() >= self._space_waiter[0]:
+            _, ev = self._space_waiter
+            self._space_waiter = None
+            ev.succeed()
+
+    # -- timers -----------------------------------------------------------------------------
+    def _timer(self):
+        """Lazy RTO / persist timer: wakes at the deadline, re-checks, sleeps again."""
+        while True:
+            deadline = self.rto_deadline
+            if deadline is None:
+                window_closed = self.write_seq > self.snd_nxt and self.flight == 0
+                yield self.env.timeout(self.rto_s)
+                if window_closed and self.flight == 0 and self.write_seq > self.snd_nxt \
+                        and self.rto_deadline is None:
+                    self._send(self.snd_nxt, min(self.mss, self.write_seq - self.snd_nxt),
+                               psh=True, retransmit=False)  # window probe
+                    self.snd_nxt += min(self.mss, self.write_seq - self.snd_nxt)
+                continue
+            if self.env.now < deadline:
+                yield self.env.timeout(deadline - self.env.now)
+                continue
+            self._on_timeout()
+
+    def _on_timeout(self) -> None:
+        self.timeouts += 1
+        self.ssthresh = max(self.flight / 2, 2 * self.mss)
+        self.cwnd = self.mss
+        self.snd_nxt = self.snd_una  # go back N
+        self.recover = None
+        self.dupacks = 0
+        self.rto_s = min(self.rto_s * 2, 60.0)
+        self.rto_deadline = None
+        self.output()
+        if self.rto_deadline is None and self.flight > 0:
+            self.rto_deadline = self.env.now + self.rto_s
+
+
+class TcpReceiver:
+    """The receiving half of a connection. ``emit(burst)`` hands ACK trains to the stack below."""
+
+    def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
+                 rcvbuf_bytes: int, dst: int, emit: Callable[[Burst], None]):
+        check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
+              f">= one MSS ({mss_bytes} bytes)")
+        self.env, self.flow, self.params, self.dst, self.emit = env, flow, params, dst, emit
+        self.mss, self.rcvbuf = mss_bytes, rcvbuf_bytes
+        self.header_bytes = units.tcp_header_bytes(params.timestamps)
+        self.rcv_nxt = self.read_seq = 0
+        self._ooo_starts: list[int] = []   # sorted starts of out-of-order intervals
+        self._ooo_ends: dict[int, int] = {}
+        self._unacked_frames = 0
+        self._last_echo = -1.0
+        self._delack_gen = 0
+        self._last_right_edge = rcvbuf_bytes
+        self._reader: simpy.Event | None = None
+        self.bytes_read = 0
+        self.acks_sent = 0
+
+    @property
+    def readable(self) -> int:
+        return self.rcv_nxt - self.read_seq
+
+    def window(self) -> int:
+        ooo = sum(e - s for s, e in self._ooo_ends.items())
+        return max(0, self.rcvbuf - self.readable - ooo)
+
+    def on_data(self, burst: Burst) -> None:
+        start, end = burst.seq, burst.seq + burst.payload_bytes
+        if end <= self.rcv_nxt:
+            self._ack(1, dup=True, echo=burst.sent_s)
+        elif start <= self.rcv_nxt:
+            had_hole = bool(self._ooo_starts)
+            self.rcv_nxt = end
+            self._merge_ooo()
+            self._last_echo = burst.sent_s
+            self._unacked_frames += burst.frames
+            n = self._unacked_frames // self.params.ack_every_frames
+            if burst.psh or had_hole:
+                n, self._unacked_frames = max(n, 1), 0
+            else:
+                self._unacked_frames %= self.params.ack_every_frames
+            if n:
+                self._ack(n, dup=False, echo=burst.sent_s)
+            if self._unacked_frames:
+                self._arm_delack()
+            self._wake_reader()
+        else:
+            self._store_ooo(start, end)
+            self._ack(burst.frames, dup=True, echo=-1.0)
+
+    def _merge_ooo(self) -> None:
+        while self._ooo_starts and self._ooo_starts[0] <= self.rcv_nxt:
+            s = self._ooo_starts.pop(0)
+            self.rcv_nxt = max(self.rcv_nxt, self._ooo_ends.pop(s))
+
+    def _store_ooo(self, start: int, end: int) -> None:
+        if start in self._ooo_ends:
+            self._ooo_ends[start] = max(self._ooo_ends[start], end)
+        else:
+            bisect.insort(self._ooo_starts, start)
+            self._ooo_ends[start] = end
+
+    def _ack(self, n: int, dup: bool, echo: float) -> None:
+        self._delack_gen += 1
+        wnd = self.window()
+        self._last_right_edge = self.rcv_nxt + wnd
+        sack_edge = self._ooo_starts[0] if self._ooo_starts else 0
+        self.acks_sent += n
+        self.emit(Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
+                        window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
+                        echo_s=echo, dst=self.dst))
+
+    def _arm_delack(self) -> None:
+        gen = self._delack_gen
+        t = self.env.timeout(units.ms_to_s(self.params.delayed_ack_ms))
+        t.callbacks.append(lambda _e: self._delack_expire(gen))
+
+    def _delack_expire(self, gen: int) -> None:
+        if gen == self._delack_gen and self._unacked_frames:
+            self._unacked_frames = 0
+            self._ack(1, dup=False, echo=self._last_echo)
+
+    # -- application side -------------------------------------------------------------------
+    def wait_readable(self) -> simpy.Event:
+        ev = self.env.event()
+        if self.readable > 0:
+            ev.succeed()
+        else:
+            self._reader = ev
+        return ev
+
+    def _wake_reader(self) -> None:
+        if self._reader is not None and self.readable > 0:
+            ev, self._reader = self._reader, None
+            ev.succeed()
+
+    def read(self, max_bytes: int) -> int:
+        """Consume up to ``max_bytes``; sends a window update when the window has opened."""
+        n = min(max_bytes, self.readable)
+        self.read_seq += n
+        self.bytes_read += n
+        threshold = min(2 * self.mss, self.rcvbuf // 2)
+        if self.rcv_nxt + self.window() - self._last_right_edge >= threshold:
+            self._ack(1, dup=False, echo=-1.0)
+        return n

@@ -1,0 +1,98 @@
+"""Workloads: netperf TCP_STREAM between the VMs and the peer.
+
+Modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connections per VM, each with
+``socket_bytes`` send and receive buffers and ``message_bytes`` per send()/recv() call. Direction
+``tx``: the VM sends, the peer's netserver receives; ``rx``: the reverse. The sender calls
+``send()`` in a loop (one call pays its fixed cost once and copies the message, blocking while the
+send buffer is full); the receiver calls ``recv()`` for up to one message whenever data is
+readable. Connections start at a random offset within ``start_jitter_us`` (the only randomness).
+Left out: connection set-up and teardown, netperf's own CPU measurement.
+Units: bytes, microseconds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from models import units
+from models.base import check
+from models.guest import StackHost
+from models.tcp import TcpReceiver, TcpSender
+
+DIRECTIONS = ("tx", "rx")
+
+
+@dataclass(frozen=True)
+class TcpStreamParams:
+    vms: int = 1
+    sessions_per_vm: int = 5
+    socket_bytes: int = 65536
+    message_bytes: int = 16384
+    direction: str = "tx"
+    start_jitter_us: float = 100.0
+
+    def __post_init__(self):
+        check(1 <= self.vms <= 512, "vms", self.vms, "in 1..512")
+        check(1 <= self.sessions_per_vm <= 1024, "sessions_per_vm", self.sessions_per_vm,
+              "in 1..1024")
+        check(self.socket_bytes >= 1, "socket_bytes", self.socket_bytes, ">= 1")
+        check(1 <= self.message_bytes <= 16 * 2**20, "message_bytes", self.message_bytes,
+              "in 1..16777216")
+        check(self.direction in DIRECTIONS, "direction", self.direction, f"one of {DIRECTIONS}")
+        check(self.start_jitter_us >= 0, "start_jitter_us", self.start_jitter_us, ">= 0")
+
+
+@dataclass
+class Connection:
+    flow: int
+    vm: int
+    sender: TcpSender
+    receiver: TcpReceiver
+
+
+class TcpStream:
+    """Opens the connections and starts one sender and one receiver process for each."""
+
+    def __init__(self, env: simpy.Environment, params: TcpStreamParams, vms: list[StackHost],
+                 peer: StackHost, *, mss_bytes: int, seg_max: dict[str, int],
+                 rng: np.random.Generator):
+        self.env, self.params = env, params
+        self.connections: list[Connection] = []
+        for v, vm in enumerate(vms):
+            for s in range(params.sessions_per_vm):
+                flow = v * params.sessions_per_vm + s
+                src, dst = (vm, peer) if params.direction == "tx" else (peer, vm)
+                src_side, dst_id = ("vm", -1) if params.direction == "tx" else ("peer", v)
+                sender = src.open_sender(flow, dst_id, mss_bytes=mss_bytes,
+                                         seg_max_bytes=seg_max[src_side],
+                                         sndbuf_bytes=params.socket_bytes)
+                receiver = dst.open_receiver(flow, v if params.direction == "tx" else -1,
+                                             mss_bytes=mss_bytes, rcvbuf_bytes=params.socket_bytes)
+                self.connections.append(Connection(flow, v, sender, receiver))
+                start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
+                env.process(self._send_loop(src, sender, start_s))
+                env.process(self._recv_loop(dst, receiver))
+
+    def _send_loop(self, host: StackHost, tcp: TcpSender, start_s: float):
+        yield self.env.timeout(start_s)
+        ctx, call = host.app_context(tcp.flow), host.stack.send_call
+        msg = self.params.message_bytes
+        while True:
+            remaining, first = msg, True
+            while remaining:
+                chunk = min(remaining, max(tcp.mss, tcp.sndbuf // 2))
+                yield tcp.wait_space(chunk)
+                yield ctx.execute(call.cycles(0, chunk, 1 if first else 0))
+                tcp.write(chunk)
+                remaining -= chunk
+                first = False
+
+    def _recv_loop(self, host: StackHost, tcp: TcpReceiver):
+        ctx, call = host.app_context(tcp.flow), host.stack.recv_call
+        while True:
+            yield tcp.wait_readable()
+            n = min(self.params.message_bytes, tcp.readable)
+            yield ctx.execute(call.cycles(0, n))
+            tcp.read(n)

@@ -1,0 +1,134 @@
+"""Metric collection: counters snapshotted at the window's edges, turned into tidy tables.
+
+Every model keeps cumulative counters (bytes read, busy seconds, frames, drops). The runner takes
+a snapshot when the warm-up ends and another when the measurement window ends; every metric is
+computed from the difference, so nothing from the warm-up leaks in. Busy time is exact at any
+instant (a task in service is counted up to the snapshot).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from models import units
+from sim.builder import Model
+
+
+def snapshot(model: Model) -> dict[str, float]:
+    """All cumulative counters of ``model`` at this instant, as a flat dict."""
+    s: dict[str, float] = {}
+    for conn in model.workload.connections:
+        f = conn.flow
+        s[f"flow.{f}.bytes_read"] = conn.receiver.bytes_read
+        s[f"flow.{f}.rtt_sum_s"] = conn.sender.rtt_sum_s
+        s[f"flow.{f}.rtt_samples"] = conn.sender.rtt_samples
+        s[f"flow.{f}.retransmits"] = conn.sender.retransmits
+        s[f"flow.{f}.timeouts"] = conn.sender.timeouts
+    for core in model.cpu.cores:
+        s[f"core.{core.index}.busy_s"] = core.busy_time_s()
+        s[f"core.{core.index}.switches"] = core.switches
+    for ctx in [*model.contexts, *model.peer.contexts()]:
+        s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
+        s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
+    for core in model.peer.cpu.cores:
+        s[f"peercore.{core.index}.busy_s"] = core.busy_time_s()
+    for port in (model.nic, model.peer.nic):
+        p = port.name
+        s[f"nic.{p}.tx_packets"] = port.tx_packets
+        s[f"nic.{p}.tx_frames"] = port.tx_frames
+        s[f"nic.{p}.tx_wire_bytes"] = port.tx_wire_bytes
+        s[f"nic.{p}.rx_frames"] = port.rx_frames
+        s[f"nic.{p}.rx_wire_bytes"] = port.rx_wire_bytes
+        s[f"nic.{p}.rx_delivered_frames"] = port.rx_ring.stats.departed_frames
+        s[f"nic.{p}.interrupts"] = port.coalescer.interrupts
+    for vnic in model.vnics:
+        s[f"vnic.{vnic.name}.exits"] = vnic.exits
+        s[f"vnic.{vnic.name}.virtual_interrupts"] = vnic.virtual_interrupts
+    for name, st in model.stats.stages.items():
+        s[f"stage.{name}.arrived_frames"] = st.arrived_frames
+        for reason, n in st.dropped_frames.items():
+            s[f"drop.{name}.{reason}"] = n
+    return s
+
+
+def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int):
+    """Summary metrics and tables of one replication's measurement window."""
+    d = {k: v - s0.get(k, 0.0) for k, v in s1.items()}
+    cfg = model.cfg
+    flows = _flow_table(model, d, window_s)
+    vms = flows.groupby("vm", as_index=False)["goodput_gbps"].sum()
+    vms["vcpu_util_pct"] = [100 * sum(d[f"ctx.{c.name}.busy_s"] for c in vm.vcpus)
+                            / (window_s * len(vm.vcpus)) for vm in model.vms]
+    cores = pd.DataFrame([{"core": c.index, "numa_node": c.node,
+                           "util_pct": 100 * d[f"core.{c.index}.busy_s"] / window_s,
+                           "switches_per_s": d[f"core.{c.index}.switches"] / window_s}
+                          for c in model.cpu.cores])
+    contexts = pd.DataFrame([{"context": c.name, "host": host, "core": c.core.index,
+                              "util_pct": 100 * d[f"ctx.{c.name}.busy_s"] / window_s,
+                              "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s}
+                             for host, ctxs in (("host", model.contexts),
+                                                ("peer", model.peer.contexts()))
+                             for c in ctxs])
+    nics = _nic_table(model, d, window_s)
+    drops = pd.DataFrame([{"place": k.split(".", 1)[1].rsplit(".", 1)[0],
+                           "reason": k.rsplit(".", 1)[1], "frames": v}
+                          for k, v in d.items() if k.startswith("drop.")],
+                         columns=["place", "reason", "frames"])
+    goodput = float(flows["goodput_gbps"].sum())
+    host = nics[nics["nic"] == model.nic.name].iloc[0]
+    arrived = sum(v for k, v in d.items() if k.startswith("stage.") and k.endswith("arrived_frames")
+                  and ".wire_" not in k)
+    dropped = float(drops["frames"].sum()) if len(drops) else 0.0
+    busy_cycles = sum(d[f"core.{c.index}.busy_s"] for c in model.cpu.cores) * cfg.host.cpu.clock_hz
+    per_vm = vms["goodput_gbps"].to_numpy()
+    summary = {
+        "goodput_gbps": goodput,
+        "wire_frames_per_s": float(host["tx_frames_per_s"] + host["rx_frames_per_s"]),
+        "host_packets_per_s": float(host["tx_packets_per_s"] + host["rx_delivered_frames_per_s"]),
+        "loss_ratio": dropped / arrived if arrived else 0.0,
+        "host_cpu_util_pct": float(cores["util_pct"].mean()),
+        "cycles_per_bit": busy_cycles / (goodput * 1e9 * window_s) if goodput > 0 else float("nan"),
+        "rtt_us": _mean_rtt_us(d, model),
+        "jain_index": float(per_vm.sum() ** 2 / (len(per_vm) * (per_vm ** 2).sum()))
+        if (per_vm ** 2).sum() > 0 else float("nan"),
+        "per_vm_goodput_std_gbps": float(np.std(per_vm, ddof=1)) if len(per_vm) > 1 else 0.0,
+    }
+    tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
+              "drops": drops}
+    for t in tables.values():
+        t.insert(0, "replication", replication)
+    return summary, tables
+
+
+def _flow_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
+    rows = []
+    for conn in model.workload.connections:
+        f = conn.flow
+        n = d[f"flow.{f}.rtt_samples"]
+        rows.append({"flow": f, "vm": conn.vm,
+                     "goodput_gbps": units.bytes_per_s_to_gbps(d[f"flow.{f}.bytes_read"] / window_s),
+                     "rtt_us": units.s_to_us(d[f"flow.{f}.rtt_sum_s"] / n) if n else float("nan"),
+                     "retransmits": d[f"flow.{f}.retransmits"],
+                     "timeouts": d[f"flow.{f}.timeouts"]})
+    return pd.DataFrame(rows)
+
+
+def _nic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
+    rows = []
+    for port in (model.nic, model.peer.nic):
+        p = port.name
+        rows.append({"nic": p,
+                     "tx_gbps": units.bytes_per_s_to_gbps(d[f"nic.{p}.tx_wire_bytes"] / window_s),
+                     "rx_gbps": units.bytes_per_s_to_gbps(d[f"nic.{p}.rx_wire_bytes"] / window_s),
+                     "tx_packets_per_s": d[f"nic.{p}.tx_packets"] / window_s,
+                     "tx_frames_per_s": d[f"nic.{p}.tx_frames"] / window_s,
+                     "rx_frames_per_s": d[f"nic.{p}.rx_frames"] / window_s,
+                     "rx_delivered_frames_per_s": d[f"nic.{p}.rx_delivered_frames"] / window_s,
+                     "interrupts_per_s": d[f"nic.{p}.interrupts"] / window_s})
+    return pd.DataFrame(rows)
+
+
+def _mean_rtt_us(d: dict, model: Model) -> float:
+    total = sum(d[f"flow.{c.flow}.rtt_sum_s"] for c in model.workload.connections)
+    n = sum(d[f"flow.{c.flow}.rtt_samples"] for c in model.workload.connections)
+    return units.s_to_us(total / n) if n else float("nan")
