@@ -32,7 +32,7 @@ from models.base import ACK, DATA, Burst, check
 @dataclass(frozen=True)
 class TcpParams:
     timestamps: bool = True
-    initial_cwnd_segments: int = 10
+    initial_cwnd_segments: int = 3
     min_rto_ms: float = 200.0
     delayed_ack_ms: float = 40.0
     ack_every_frames: int = 2

@@ -1,0 +1,33 @@
+# vnetsim: `make run` and `make test` set everything up on a machine with only Python 3.11.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-all validate bench clean
+
+# (Re)install when the venv is missing or setup.cfg/pyproject.toml changed.
+$(STAMP): setup.cfg pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: no python3.11 or python3 on PATH; set PYTHON=/path/to/python3.11" >&2; exit 2; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m sim run $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+test-all: $(STAMP)
+	$(PY) -m pytest -m "" $(ARGS)
+
+validate: $(STAMP)
+	$(PY) -m pytest -m slow $(ARGS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench.py $(ARGS)
+
+clean:
+	rm -rf $(VENV) outputs multirun .pytest_cache

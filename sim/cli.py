@@ -1,0 +1,92 @@
+"""Command line: ``python -m sim run [overrides]``, ``python -m sim list``.
+
+``run`` checks every override combination against the schema before Hydra starts, so bad input
+gives one line naming the key, the value and what is allowed, and exit status 2; then Hydra
+composes the config (``--multirun`` sweeps, ``hydra.run.dir=...``) and calls ``run(cfg)``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+import yaml
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from sim.config import Config, ConfigError, to_config
+from sim.results import format_summary, write
+from sim.runner import run_experiment
+
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
+USAGE = """usage: python -m sim <command> [overrides...]
+
+commands:
+  run [key=value ...] [--multirun] [--help]   run an experiment (default: e35_tx_single_vm)
+  list                                        list the experiments with a line each
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "list":
+        return list_experiments()
+    if cmd == "run":
+        return run_cli(rest)
+    return fail(f"unknown command {cmd!r}: allowed commands are run, list")
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def list_experiments() -> int:
+    for path in sorted(Path(CONFIG_DIR, "experiment").glob("*.yaml")):
+        meta = (yaml.safe_load(path.read_text()) or {}).get("meta", {})
+        print(f"{path.stem:<28} {meta.get('description', '')}")
+    return 0
+
+
+def compose_config(overrides: list[str]) -> Config:
+    """Compose the Hydra config for ``overrides`` and validate it (raises ConfigError)."""
+    from sim.compose import compose_checked
+    return compose_checked(CONFIG_DIR, overrides)
+
+
+def run_cli(args: list[str]) -> int:
+    if not any(a in ("-h", "--help", "--hydra-help", "--info", "--cfg") or a.startswith("--cfg")
+               for a in args):
+        from sim.compose import check_overrides
+        try:
+            check_overrides(CONFIG_DIR, [a for a in args if not a.startswith("-")])
+        except ConfigError as exc:
+            return fail(str(exc))
+    sys.argv = ["python -m sim run", *args]
+    _hydra_main()
+    return 0
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+def run(cfg: DictConfig):
+    """Hydra's entry: validate, run, write the results into the run directory, print a table."""
+    container = OmegaConf.to_container(cfg, resolve=True)
+    container.pop("hydra", None)
+    try:
+        config = to_config(container)
+    except ConfigError as exc:
+        sys.exit(fail(str(exc)))
+    results = run_experiment(config, progress=sys.stderr.isatty())
+    out_dir = HydraConfig.get().runtime.output_dir
+    path = write(results, out_dir)
+    print(format_summary(results))
+    print(f"results: {path}")
+    return results

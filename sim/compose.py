@@ -1,0 +1,104 @@
+"""Compose Hydra configs outside ``@hydra.main`` (CLI pre-check, tests, notebooks).
+
+``check_overrides`` expands sweeps (``a=1,2``) the way Hydra's basic sweeper does and composes
+and validates every combination, turning Hydra's multi-line errors into one ``ConfigError`` line
+naming the key, the value and what is allowed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+import yaml
+from omegaconf import OmegaConf
+
+from sim.config import Config, ConfigError, to_config
+
+
+def _groups(config_dir: str) -> dict[str, list[str]]:
+    return {p.name: sorted(f.stem for f in p.glob("*.yaml"))
+            for p in Path(config_dir).iterdir() if p.is_dir()}
+
+
+def compose_dict(config_dir: str, overrides: list[str]) -> dict:
+    """The composed config as a plain dict (no ``hydra`` node); Hydra errors become one line.
+
+    An override of a key the config lacks is set on the dict instead, so that the schema
+    validator reports it with the keys that are allowed there.
+    """
+    overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    _check_groups(config_dir, overrides)
+    unknown = []
+    while True:
+        try:
+            cfg = _compose(config_dir, overrides)
+            break
+        except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input here
+            bad = _unknown_override(exc, overrides)
+            if bad is None:
+                raise ConfigError(_first_line(exc)) from None
+            overrides.remove(bad)
+            unknown.append(bad)
+    out = OmegaConf.to_container(cfg, resolve=True)
+    for o in unknown:
+        key, _, value = o.lstrip("+~").partition("=")
+        node, *_ = out, None
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node[parts[-1]] = yaml.safe_load(value) if value else value
+    return out
+
+
+def _compose(config_dir: str, overrides: list[str]):
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            return compose(config_name="config", overrides=overrides)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def compose_checked(config_dir: str, overrides: list[str]) -> Config:
+    return to_config(compose_dict(config_dir, overrides))
+
+
+def check_overrides(config_dir: str, overrides: list[str]) -> None:
+    """Validate every combination a (multi)run would compose."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:
+        raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    for batch in BasicSweeper.split_arguments(parsed, None):
+        for combo in batch:
+            compose_checked(config_dir, list(combo))
+
+
+def _check_groups(config_dir: str, overrides: list[str]) -> None:
+    groups = _groups(config_dir)
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key in groups and value not in groups[key]:
+            raise ConfigError(f"{key}={value!r}: unknown option; allowed: {', '.join(groups[key])}")
+
+
+def _unknown_override(exc: Exception, overrides: list[str]) -> str | None:
+    """The override Hydra rejected because its key does not exist, if that is what happened."""
+    msg = str(exc)
+    if "not in struct" not in msg and "Could not override" not in msg \
+            and "Could not append" not in msg and "Could not delete" not in msg:
+        return None
+    for o in overrides:
+        key = o.partition("=")[0].lstrip("+~")
+        if f"'{key}'" in msg:
+            return o
+    return None
+
+
+def _first_line(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__

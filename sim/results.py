@@ -1,0 +1,66 @@
+"""Result files and the human table: results.json, one CSV per table, a short stdout summary."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from sim.runner import Results
+
+SUMMARY_KEYS = ("goodput_gbps", "wire_frames_per_s", "host_packets_per_s", "loss_ratio",
+                "host_cpu_util_pct", "cycles_per_bit", "rtt_us", "jain_index",
+                "per_vm_goodput_std_gbps")
+
+
+def _clean(x):
+    """JSON has no NaN: write null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def to_dict(results: Results) -> dict:
+    return _clean({
+        "experiment": results.config.meta.name,
+        "config": dataclasses.asdict(results.config),
+        "summary": results.summary,
+        "summary_ci95": results.summary_ci95,
+        "replications": results.replications,
+        "tables": {k: t.to_dict(orient="records") for k, t in results.tables.items()},
+    })
+
+
+def write(results: Results, out_dir: str | Path) -> Path:
+    """Write results.json and <table>.csv into ``out_dir``; returns the JSON path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(to_dict(results), indent=1))
+    for name, table in results.tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+    summary_table(results).to_csv(out / "summary.csv", index=False)
+    return path
+
+
+def summary_table(results: Results) -> pd.DataFrame:
+    return pd.DataFrame([{"metric": k, "mean": results.summary[k],
+                          "ci95": results.summary_ci95[k]} for k in SUMMARY_KEYS])
+
+
+def format_summary(results: Results) -> str:
+    cfg = results.config
+    lines = [f"{cfg.meta.name}: {cfg.meta.description}",
+             f"{cfg.run.replications} replication(s) x {cfg.run.measure_s} s after "
+             f"{cfg.run.warmup_s} s warm-up, seed {cfg.run.seed}"]
+    for k in SUMMARY_KEYS:
+        mean, ci = results.summary[k], results.summary_ci95[k]
+        ci_s = f" ± {ci:.4g}" if ci is not None and math.isfinite(ci) else ""
+        lines.append(f"  {k:<26} {mean:>12.4g}{ci_s}")
+    return "\n".join(lines)
