@@ -9,6 +9,7 @@ Units: bytes, frames, packets, cycles; time in seconds (SimPy).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
@@ -82,8 +83,20 @@ class Burst:
 
     @property
     def wire_bytes(self) -> int:
-        return units.burst_wire_bytes(self.payload_bytes, self.frames, self.header_bytes,
-                                      self.frame_payload_bytes)
+        # Cached: asked for at every ring and link; reset by _copy when the counts change.
+        wb = self.__dict__.get("_wire_bytes")
+        if wb is None:
+            wb = self.__dict__["_wire_bytes"] = units.burst_wire_bytes(
+                self.payload_bytes, self.frames, self.header_bytes, self.frame_payload_bytes)
+        return wb
+
+    def _copy(self, **changes) -> "Burst":
+        """A shallow copy with ``changes`` (dataclasses.replace is several times slower)."""
+        new = copy.copy(self)
+        new.__dict__.update(changes)
+        if "frames" in changes or "payload_bytes" in changes:
+            new.__dict__.pop("_wire_bytes", None)
+        return new
 
     @property
     def ip_bytes(self) -> int:
@@ -93,18 +106,18 @@ class Burst:
         """The first ``n_frames`` frames (what a ring with that much room accepts)."""
         assert 0 < n_frames < self.frames and self.packets == self.frames
         payload = min(self.payload_bytes, n_frames * self.frame_payload_bytes)
-        return dataclasses.replace(self, frames=n_frames, packets=n_frames, payload_bytes=payload)
+        return self._copy(frames=n_frames, packets=n_frames, payload_bytes=payload)
 
     def aggregated(self, max_bytes: int) -> "Burst":
         """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``."""
         if self.kind != DATA or max_bytes <= 0:
             return self
         per_aggregate = max(1, max_bytes // self.frame_payload_bytes)
-        return dataclasses.replace(self, packets=-(-self.frames // per_aggregate))
+        return self._copy(packets=-(-self.frames // per_aggregate))
 
     def as_frames(self) -> "Burst":
         """The same burst after the wire: every frame is a packet to the receiver."""
-        return dataclasses.replace(self, packets=self.frames)
+        return self if self.packets == self.frames else self._copy(packets=self.frames)
 
 
 @dataclass

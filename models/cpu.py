@@ -55,6 +55,7 @@ class Core:
         self.resource = simpy.Resource(env, capacity=1)
         self.busy_s = 0.0
         self.switches = 0
+        self.n_contexts = 0  # contexts placed here; with one, no arbitration is needed
         self._last_context: "Context | None" = None
         self._busy_since: float | None = None
 
@@ -109,6 +110,7 @@ class Context:
         self._wakeup: simpy.Event | None = None
         self._busy_since: float | None = None
         self._jitter = _JitterStream(rng, core.params.jitter_cv)
+        core.n_contexts += 1
         env.process(self._serve())
 
     def execute(self, cycles: float) -> simpy.Event:
@@ -132,26 +134,32 @@ class Context:
         return self.busy_s + running
 
     def _serve(self):
-        env, core, clock = self.env, self.core, self.core.params.clock_hz
+        env, core = self.env, self.core
         while True:
             if not self._queue:
                 self._wakeup = env.event()
                 yield self._wakeup
                 self._wakeup = None
             cycles, done = self._queue.popleft()
-            with core.resource.request() as req:
-                yield req
-                cycles += core.switch_cycles(self)
-                dt = units.cycles_to_s(cycles, clock) * self.numa_factor * self._jitter.next()
-                core.start()
-                self._busy_since = env.now
-                yield env.timeout(dt)
-                core.stop()
-                self.busy_s += env.now - self._busy_since
-                self._busy_since = None
-                self.cycles += dt * clock
-                self.tasks += 1
+            if core.n_contexts == 1:  # a core of its own: no arbitration events needed
+                yield from self._run(cycles)
+            else:
+                with core.resource.request() as req:
+                    yield req
+                    yield from self._run(cycles + core.switch_cycles(self))
             done.succeed()
+
+    def _run(self, cycles: float):
+        env, core, clock = self.env, self.core, self.core.params.clock_hz
+        dt = units.cycles_to_s(cycles, clock) * self.numa_factor * self._jitter.next()
+        core.start()
+        self._busy_since = env.now
+        yield env.timeout(dt)
+        core.stop()
+        self.busy_s += env.now - self._busy_since
+        self._busy_since = None
+        self.cycles += dt * clock
+        self.tasks += 1
 
 
 class _JitterStream:

@@ -3,9 +3,10 @@
 Modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connections per VM, each with
 ``socket_bytes`` send and receive buffers and ``message_bytes`` per send()/recv() call. Direction
 ``tx``: the VM sends, the peer's netserver receives; ``rx``: the reverse. The sender calls
-``send()`` in a loop (one call pays its fixed cost once and copies the message, blocking while the
-send buffer is full); the receiver calls ``recv()`` for up to one message whenever data is
-readable. Connections start at a random offset within ``start_jitter_us`` (the only randomness).
+``send()`` in a loop (each call pays its fixed cost once and copies its message, blocking while
+the send buffer is full); the receiver calls ``recv()`` for up to one message per call whenever
+data is readable. Back-to-back calls are one CPU task (their cycles add up exactly), which keeps
+the event count independent of the message size. Connections start at a random offset within ``start_jitter_us`` (the only randomness).
 Left out: connection set-up and teardown, netperf's own CPU measurement.
 Units: bytes, microseconds.
 """
@@ -76,23 +77,32 @@ class TcpStream:
                 env.process(self._recv_loop(dst, receiver))
 
     def _send_loop(self, host: StackHost, tcp: TcpSender, start_s: float):
+        """send() calls back to back; one task covers every call the free buffer space allows
+        (each call still pays its fixed cost). The writer sleeps until a third of the buffer is
+        free (Linux's sk_stream wake-up rule) or the current message fits."""
         yield self.env.timeout(start_s)
-        ctx, call = host.app_context(tcp.flow), host.stack.send_call
-        msg = self.params.message_bytes
+        ctx, call, msg = host.app_context(tcp.flow), host.stack.send_call, self.params.message_bytes
+        wake = min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
+        written = 0
         while True:
-            remaining, first = msg, True
-            while remaining:
-                chunk = min(remaining, max(tcp.mss, tcp.sndbuf // 2))
-                yield tcp.wait_space(chunk)
-                yield ctx.execute(call.cycles(0, chunk, 1 if first else 0))
-                tcp.write(chunk)
-                remaining -= chunk
-                first = False
+            if tcp.space() < min(wake, msg - written % msg):
+                yield tcp.wait_space(min(wake, msg - written % msg))
+            n = tcp.space()
+            calls = _starts(written + n, msg) - _starts(written, msg)
+            yield ctx.execute(call.cycles(0, n, calls))
+            tcp.write(n)
+            written += n
 
     def _recv_loop(self, host: StackHost, tcp: TcpReceiver):
-        ctx, call = host.app_context(tcp.flow), host.stack.recv_call
+        """recv() of up to one message per call; one task takes everything readable."""
+        ctx, call, msg = host.app_context(tcp.flow), host.stack.recv_call, self.params.message_bytes
         while True:
             yield tcp.wait_readable()
-            n = min(self.params.message_bytes, tcp.readable)
-            yield ctx.execute(call.cycles(0, n))
+            n = tcp.readable
+            yield ctx.execute(call.cycles(0, n, -(-n // msg)))
             tcp.read(n)
+
+
+def _starts(offset: int, msg: int) -> int:
+    """Messages begun before byte ``offset`` of the stream (a call starts at each multiple)."""
+    return -(-offset // msg)
