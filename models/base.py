@@ -79,7 +79,8 @@ class Burst:
     sent_s: float = 0.0     # when the sender emitted it (RTT samples)
     echo_s: float = -1.0    # the sent_s echoed back by an ACK (timestamp option)
     retransmit: bool = False
-    dst: int = 0            # destination endpoint id (VM index or peer)
+    dst: int = 0            # destination endpoint id (VM index, or -1: the peer)
+    src: int = 0            # source endpoint id (same numbering)
 
     @property
     def wire_bytes(self) -> int:

@@ -69,6 +69,7 @@ class Core:
         return 0.0
 
     def start(self) -> None:
+        assert self._busy_since is None, f"{self.name}: two contexts running at once"
         self._busy_since = self.env.now
 
     def stop(self) -> None:
@@ -110,6 +111,7 @@ class Context:
         self._wakeup: simpy.Event | None = None
         self._busy_since: float | None = None
         self._jitter = _JitterStream(rng, core.params.jitter_cv)
+        assert env.now == 0, "contexts are placed before the run starts"
         core.n_contexts += 1
         env.process(self._serve())
 

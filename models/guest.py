@@ -41,8 +41,10 @@ class OsStackParams:
 class StackHost:
     """A machine's TCP endpoints and its stack's costs; subclasses supply the device path."""
 
-    def __init__(self, env: simpy.Environment, name: str, stack: OsStackParams, tcp: TcpParams):
+    def __init__(self, env: simpy.Environment, name: str, endpoint: int, stack: OsStackParams,
+                 tcp: TcpParams):
         self.env, self.name, self.stack, self.tcp = env, name, stack, tcp
+        self.endpoint = endpoint  # the id bursts carry in src/dst: a VM's index, -1 for a peer
         self.senders: dict[int, TcpSender] = {}
         self.receivers: dict[int, TcpReceiver] = {}
 
@@ -62,15 +64,18 @@ class StackHost:
     def open_sender(self, flow: int, dst: int, *, mss_bytes: int, seg_max_bytes: int,
                     sndbuf_bytes: int) -> TcpSender:
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
-                      sndbuf_bytes=sndbuf_bytes, tso=self.tso, dst=dst, emit=self._emit)
+                      sndbuf_bytes=sndbuf_bytes, tso=self.tso, src=self.endpoint, dst=dst,
+                      emit=self._emit)
         self.senders[flow] = s
+        self.app_context(flow)  # placed now: a context must exist before the run starts
         return s
 
     def open_receiver(self, flow: int, dst: int, *, mss_bytes: int,
                       rcvbuf_bytes: int) -> TcpReceiver:
         r = TcpReceiver(self.env, flow, self.tcp, mss_bytes=mss_bytes, rcvbuf_bytes=rcvbuf_bytes,
-                        dst=dst, emit=self._emit)
+                        src=self.endpoint, dst=dst, emit=self._emit)
         self.receivers[flow] = r
+        self.app_context(flow)
         return r
 
     def _emit(self, burst: Burst) -> None:
@@ -117,7 +122,7 @@ class Vm(StackHost):
 
     def __init__(self, env: simpy.Environment, index: int, params: GuestParams, tcp: TcpParams,
                  vcpus: list[Context]):
-        super().__init__(env, f"vm{index}", params.stack, tcp)
+        super().__init__(env, f"vm{index}", index, params.stack, tcp)
         self.index, self.params, self.vcpus = index, params, vcpus
         self.vnic: VirtualNic | None = None
 

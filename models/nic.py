@@ -1,20 +1,28 @@
-"""A physical NIC port: TX ring served onto the wire, RX ring drained by a coalesced interrupt.
+"""A physical NIC port: TX queues served round-robin onto the wire, RX queues drained by
+coalesced MSI-X interrupts.
 
 Modelled:
-- TX: a descriptor ring counted in packets (a TSO segment is one packet); the port sends bursts
-  from it onto its link in FIFO order; a slot is freed when the burst has left (TX completion),
-  and then ``tx_ring.on_space`` callbacks let the driver refill it. TSO: the NIC cuts a segment of
-  up to ``tso_max_bytes`` into MTU frames on the wire (arithmetically, ``models.wire``).
-- RX: a ring of ``rx_ring_slots`` frame descriptors; a frame that finds it full is dropped and
-  counted (reason ``rx_ring_full``). Coalescing decides when the MSI-X vector fires; the handler
-  (a context on the vector's core) takes everything in the ring, pays the per-interrupt,
-  per-packet and per-byte cost the owner supplies, frees the descriptors and passes the batch up.
-  While it runs, new frames wait; it polls again before re-enabling the interrupt (NAPI).
-Left out: multiple queues, RSS/VMDq sorting, PCIe DMA, hardware LRO (next models); pause frames.
+- TX: ``tx_queues`` descriptor rings counted in packets (a TSO segment is one packet); a burst
+  goes to the queue of its source (``src mod tx_queues``); the port's transmitter takes one burst
+  from each non-empty queue in turn (round-robin, as VMDq transmit does for fairness) and puts it
+  on its link; a slot is freed when the burst has left, and ``on_tx_space`` callbacks let the
+  driver refill. TSO: the NIC cuts a segment of up to ``tso_max_bytes`` into MTU frames on the
+  wire (arithmetically, ``models.wire``).
+- RX: ``rx_queues`` rings of ``rx_ring_slots`` frame descriptors. The sorter picks the queue:
+  ``single`` (queue 0), ``vmdq`` (a layer-2 sorter: the VM with index i gets queue i+1 while
+  queues last, every other VM shares the default queue 0), ``rss`` (a hash of the flow, salted
+  per port, over all queues). A frame that finds its ring full is dropped (``rx_ring_full``).
+  Each queue has its own coalescing and MSI-X vector; the vector's handler (a context on some
+  core) takes everything in the ring, pays the cost its owner supplies, frees the descriptors and
+  passes the batch up; it polls again before re-enabling the interrupt (NAPI).
+- Hardware LRO (``lro``): received data frames of a flow are merged into aggregates of up to
+  ``lro_max_bytes`` before the host sees them (per-packet costs then apply per aggregate).
+Left out: PCIe DMA (``models.pcie``), pause frames, flow director.
 Units: slots, bytes, cycles.
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,74 +33,57 @@ from models.coalescing import CoalescingParams, Coalescer
 from models.cpu import Context
 from models.wire import Link, LinkParams
 
+RX_SORTS = ("single", "vmdq", "rss")
+
 
 @dataclass(frozen=True)
 class NicParams:
     link: LinkParams = field(default_factory=LinkParams)
+    tx_queues: int = 1
+    rx_queues: int = 1
+    rx_sort: str = "single"
     tx_ring_slots: int = 512
     rx_ring_slots: int = 512
     tso: bool = True
     tso_max_bytes: int = 65536
+    lro: bool = False
+    lro_max_bytes: int = 65536
     coalescing: CoalescingParams = field(default_factory=CoalescingParams)
 
     def __post_init__(self):
+        check(1 <= self.tx_queues <= 128, "tx_queues", self.tx_queues, "in 1..128")
+        check(1 <= self.rx_queues <= 128, "rx_queues", self.rx_queues, "in 1..128")
+        check(self.rx_sort in RX_SORTS, "rx_sort", self.rx_sort, f"one of {RX_SORTS}")
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
         check(self.rx_ring_slots >= 1, "rx_ring_slots", self.rx_ring_slots, ">= 1")
         check(1500 <= self.tso_max_bytes <= 262144, "tso_max_bytes", self.tso_max_bytes,
+              "in 1500..262144")
+        check(1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes", self.lro_max_bytes,
               "in 1500..262144")
 
 
 RxCost = Callable[[list[Burst], bool], float]  # (batch, is_interrupt) -> cycles
 
 
-class NicPort:
-    """One port of a NIC. The owner wires ``rx_context``, ``rx_cost`` and ``rx_deliver``."""
+class RxQueue:
+    """One receive queue: ring, coalescer, and the handler its MSI-X vector runs.
+
+    The owner sets ``context`` (where the vector's handler runs), ``cost`` and ``deliver``.
+    """
 
     def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats):
-        self.env, self.name, self.params = env, name, params
-        self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)
-        self.tx_ring = Ring(f"{name}.tx_ring", params.tx_ring_slots, stats, unit="packets",
-                            drop_reason="tx_ring_full")
-        self.rx_ring = Ring(f"{name}.rx_ring", params.rx_ring_slots, stats, unit="frames",
-                            drop_reason="rx_ring_full")
+        self.name = name
+        self.ring = Ring(f"{name}.rx_ring", params.rx_ring_slots, stats, unit="frames",
+                         drop_reason="rx_ring_full")
         self.coalescer = Coalescer(env, params.coalescing, self._interrupt)
-        self.rx_context: Context | None = None
-        self.rx_cost: RxCost = lambda batch, irq: 0.0
-        self.rx_deliver: Callable[[list[Burst]], None] = lambda batch: None
-        self.tx_packets = self.tx_frames = self.rx_frames = 0
-        self.tx_wire_bytes = self.rx_wire_bytes = 0
+        self.context: Context | None = None
+        self.cost: RxCost = lambda batch, irq: 0.0
+        self.deliver: Callable[[list[Burst]], None] = lambda batch: None
         self.polls = 0
         self._polling = False
-        self._tx_wakeup: simpy.Event | None = None
-        env.process(self._tx_loop())
 
-    # -- transmit -------------------------------------------------------------------------
-    def send(self, burst: Burst) -> Burst | None:
-        """Post a burst to the TX ring; returns what was accepted (None: ring full)."""
-        accepted = self.tx_ring.offer(burst)
-        if accepted is not None and self._tx_wakeup is not None and not self._tx_wakeup.triggered:
-            self._tx_wakeup.succeed()
-        return accepted
-
-    def _tx_loop(self):
-        while True:
-            if not len(self.tx_ring):
-                self._tx_wakeup = self.env.event()
-                yield self._tx_wakeup
-                self._tx_wakeup = None
-            burst = self.tx_ring.claim()
-            yield self.tx_link.transmit(burst)
-            self.tx_packets += burst.packets
-            self.tx_frames += burst.frames
-            self.tx_wire_bytes += burst.wire_bytes
-            self.tx_ring.release([burst])
-
-    # -- receive --------------------------------------------------------------------------
     def receive(self, burst: Burst) -> None:
-        """A burst arrives from the wire."""
-        self.rx_frames += burst.frames
-        self.rx_wire_bytes += burst.wire_bytes
-        accepted = self.rx_ring.offer(burst)
+        accepted = self.ring.offer(burst)
         if accepted is not None and not self._polling:
             self.coalescer.notify(accepted.frames)
 
@@ -101,18 +92,106 @@ class NicPort:
             self._poll(is_interrupt=True)
 
     def _poll(self, is_interrupt: bool) -> None:
-        batch = self.rx_ring.claim_all()
+        batch = self.ring.claim_all()
         if not batch:
             self._polling = False
             return
         self._polling = True
         self.polls += 1
-        self.rx_context.then(self.rx_cost(batch, is_interrupt), lambda: self._done(batch))
+        self.context.then(self.cost(batch, is_interrupt), lambda: self._done(batch))
 
     def _done(self, batch: list[Burst]) -> None:
-        self.rx_ring.release(batch)
-        self.rx_deliver(batch)
-        if len(self.rx_ring):
-            self._poll(is_interrupt=False)
-        else:
-            self._polling = False
+        self.ring.release(batch)
+        self.deliver(batch)
+        self._poll(is_interrupt=False)
+
+
+class NicPort:
+    """One port of a NIC: its link out, its TX queues, its RX queues."""
+
+    def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats,
+                 rss_salt: int = 0):
+        self.env, self.name, self.params = env, name, params
+        self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)
+        self.tx_queues = [Ring(f"{name}.txq{k}.tx_ring", params.tx_ring_slots, stats,
+                               unit="packets", drop_reason="tx_ring_full")
+                          for k in range(params.tx_queues)]
+        self.rx_queues = [RxQueue(env, f"{name}.rxq{k}", params, stats)
+                          for k in range(params.rx_queues)]
+        self.rss_salt = rss_salt
+        self.tx_packets = self.tx_frames = self.rx_frames = 0
+        self.tx_wire_bytes = self.rx_wire_bytes = 0
+        self._rr = 0
+        self._tx_wakeup: simpy.Event | None = None
+        env.process(self._tx_loop())
+
+    # -- transmit -------------------------------------------------------------------------
+    def tx_queue(self, burst: Burst) -> Ring:
+        return self.tx_queues[burst.src % len(self.tx_queues)]
+
+    def send(self, burst: Burst) -> Burst | None:
+        """Post a burst to its TX queue; returns what was accepted (None: ring full)."""
+        accepted = self.tx_queue(burst).offer(burst)
+        if accepted is not None and self._tx_wakeup is not None and not self._tx_wakeup.triggered:
+            self._tx_wakeup.succeed()
+        return accepted
+
+    def on_tx_space(self, callback: Callable[[], None]) -> None:
+        for q in self.tx_queues:
+            q.on_space.append(callback)
+
+    def _next_tx_queue(self) -> Ring | None:
+        n = len(self.tx_queues)
+        for i in range(n):
+            q = self.tx_queues[(self._rr + i) % n]
+            if len(q):
+                self._rr = (self._rr + i + 1) % n
+                return q
+        return None
+
+    def _tx_loop(self):
+        while True:
+            q = self._next_tx_queue()
+            if q is None:
+                self._tx_wakeup = self.env.event()
+                yield self._tx_wakeup
+                self._tx_wakeup = None
+                continue
+            burst = q.claim()
+            yield self.tx_link.transmit(burst)
+            self.tx_packets += burst.packets
+            self.tx_frames += burst.frames
+            self.tx_wire_bytes += burst.wire_bytes
+            q.release([burst])
+
+    # -- receive --------------------------------------------------------------------------
+    def rx_queue_index(self, burst: Burst) -> int:
+        n, sort = len(self.rx_queues), self.params.rx_sort
+        if n == 1 or sort == "single":
+            return 0
+        if sort == "vmdq":
+            return burst.dst + 1 if 0 <= burst.dst < n - 1 else 0
+        return zlib.crc32(f"{self.rss_salt}:{burst.flow}".encode()) % n  # rss
+
+    def receive(self, burst: Burst) -> None:
+        """A burst arrives from the wire."""
+        self.rx_frames += burst.frames
+        self.rx_wire_bytes += burst.wire_bytes
+        if self.params.lro:
+            burst = burst.aggregated(self.params.lro_max_bytes)
+        self.rx_queues[self.rx_queue_index(burst)].receive(burst)
+
+    def wire_rx(self, context: Context | list[Context], cost: RxCost,
+                deliver: Callable[[list[Burst]], None]) -> None:
+        """Give every RX queue its handler: one context for all, or one per queue."""
+        contexts = context if isinstance(context, list) else [context] * len(self.rx_queues)
+        for q, ctx in zip(self.rx_queues, contexts):
+            q.context, q.cost, q.deliver = ctx, cost, deliver
+
+    @property
+    def interrupts(self) -> int:
+        return sum(q.coalescer.interrupts for q in self.rx_queues)
+
+    @property
+    def rx_delivered_frames(self) -> int:
+        return sum(q.ring.stats.departed_frames for q in self.rx_queues)

@@ -24,7 +24,7 @@ from models.guest import OsStackParams, StackHost
 from models.nic import NicParams, NicPort
 from models.tcp import TcpParams
 
-PEER_DST = -1  # Burst.dst of traffic addressed to the peer
+PEER_DST = -1  # the endpoint id of a peer in Burst.src / Burst.dst
 
 
 @dataclass(frozen=True)
@@ -44,19 +44,19 @@ class PeerParams:
 class PeerHost(StackHost):
     """The client machine: cores, a NIC port, an OS stack."""
 
-    def __init__(self, env: simpy.Environment, params: PeerParams, nic: NicParams, tcp: TcpParams,
-                 stats: Stats, rng: np.random.Generator):
-        super().__init__(env, "peer", params.stack, tcp)
+    def __init__(self, env: simpy.Environment, name: str, params: PeerParams, nic: NicParams,
+                 tcp: TcpParams, stats: Stats, rng: np.random.Generator):
+        super().__init__(env, name, PEER_DST, params.stack, tcp)
         self.params = params
         self.cpu = Cpu(env, params.cpu)
-        self.nic = NicPort(env, "peer.nic0", replace(nic, tx_ring_slots=params.tx_ring_slots),
-                           stats)
-        self.irq = Context(env, "peer.softirq", self.cpu.core(0), rng=rng)
+        lro = params.lro_max_bytes > 0
+        self.nic = NicPort(env, f"{name}.nic", replace(
+            nic, tx_queues=1, rx_queues=1, rx_sort="single", tx_ring_slots=params.tx_ring_slots,
+            lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes), stats)
+        self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng)
         self._apps: dict[int, Context] = {}
         self._rng = rng
-        self.nic.rx_context = self.irq
-        self.nic.rx_cost = self._rx_cost
-        self.nic.rx_deliver = self.deliver
+        self.nic.wire_rx(self.irq, self._rx_cost, self.deliver)
 
     @property
     def tso(self) -> bool:
@@ -66,19 +66,18 @@ class PeerHost(StackHost):
         if flow not in self._apps:
             n = len(self.cpu.cores)
             core = self.cpu.core(1 + len(self._apps) % max(1, n - 1)) if n > 1 else self.cpu.core(0)
-            self._apps[flow] = Context(self.env, f"peer.app{flow}", core, rng=self._rng)
+            self._apps[flow] = Context(self.env, f"{self.name}.app{flow}", core, rng=self._rng)
         return self._apps[flow]
 
     def contexts(self) -> list[Context]:
         return [self.irq, *self._apps.values()]
 
     def _rx_cost(self, batch: list[Burst], is_interrupt: bool) -> float:
-        """Driver per frame; the stack per LRO aggregate."""
+        """Driver per frame; the stack per packet (an LRO aggregate when LRO is on)."""
         frames = sum(b.frames for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
-        merged = [b.aggregated(self.params.lro_max_bytes) for b in batch]
         return self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
-            self.rx_cycles(merged)
+            self.rx_cycles(batch)
 
     def send_down(self, burst: Burst, cycles: float) -> None:
         cycles += self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0)

@@ -51,11 +51,12 @@ class TcpSender:
     """The sending half of a connection. ``emit(burst)`` hands segments to the stack below."""
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
-                 seg_max_bytes: int, sndbuf_bytes: int, tso: bool, dst: int,
+                 seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
                  emit: Callable[[Burst], None]):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
-        self.env, self.flow, self.params, self.dst, self.emit = env, flow, params, dst, emit
+        self.env, self.flow, self.params, self.emit = env, flow, params, emit
+        self.src, self.dst = src, dst
         self.mss, self.seg_max, self.sndbuf, self.tso = mss_bytes, seg_max_bytes, sndbuf_bytes, tso
         self.header_bytes = units.tcp_header_bytes(params.timestamps)
         self.write_seq = self.snd_una = self.snd_nxt = 0
@@ -113,7 +114,7 @@ class TcpSender:
         frames = units.frames_for_payload(size, self.mss)
         burst = Burst(DATA, self.flow, size, frames, 1 if self.tso else frames, self.header_bytes,
                       self.mss, seq=seq, psh=psh, sent_s=self.env.now, retransmit=retransmit,
-                      dst=self.dst)
+                      dst=self.dst, src=self.src)
         if self.rto_deadline is None:
             self.rto_deadline = self.env.now + self.rto_s
         self.emit(burst)
@@ -217,10 +218,11 @@ class TcpReceiver:
     """The receiving half of a connection. ``emit(burst)`` hands ACK trains to the stack below."""
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
-                 rcvbuf_bytes: int, dst: int, emit: Callable[[Burst], None]):
+                 rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None]):
         check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
-        self.env, self.flow, self.params, self.dst, self.emit = env, flow, params, dst, emit
+        self.env, self.flow, self.params, self.emit = env, flow, params, emit
+        self.src, self.dst = src, dst
         self.mss, self.rcvbuf = mss_bytes, rcvbuf_bytes
         self.header_bytes = units.tcp_header_bytes(params.timestamps)
         self.rcv_nxt = self.read_seq = 0
@@ -286,7 +288,7 @@ class TcpReceiver:
         self.acks_sent += n
         self.emit(Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
                         window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
-                        echo_s=echo, dst=self.dst))
+                        echo_s=echo, dst=self.dst, src=self.src))
 
     def _arm_delack(self) -> None:
         gen = self._delack_gen

@@ -37,7 +37,7 @@ class Vswitch:
         self.ports: dict[int, Callable[[list[Burst]], None]] = {}
         self.pending = Ring(f"{name}.pending_tx", params.pending_tx_limit_packets, stats,
                             unit="packets", drop_reason="pending_tx_full")
-        uplink.tx_ring.on_space.append(self._drain)
+        uplink.on_tx_space(self._drain)
 
     def connect(self, port_id: int, deliver: Callable[[list[Burst]], None]) -> None:
         self.ports[port_id] = deliver
@@ -52,13 +52,14 @@ class Vswitch:
         if local is not None and burst.dst >= 0:
             local([burst.as_frames()])
             return
-        if not len(self.pending) and self.uplink.tx_ring.free >= burst.packets:
+        if not len(self.pending) and self.uplink.tx_queue(burst).free >= burst.packets:
             self.uplink.send(burst)
         else:
             self.pending.offer(burst)
 
     def _drain(self) -> None:
-        while len(self.pending) and self.uplink.tx_ring.free >= self.pending.peek().packets:
+        while len(self.pending) and \
+                self.uplink.tx_queue(self.pending.peek()).free >= self.pending.peek().packets:
             burst = self.pending.claim()
             self.pending.release([burst])
             self.uplink.send(burst)

@@ -57,11 +57,13 @@ class TcpStream:
     """Opens the connections and starts one sender and one receiver process for each."""
 
     def __init__(self, env: simpy.Environment, params: TcpStreamParams, vms: list[StackHost],
-                 peer: StackHost, *, mss_bytes: int, seg_max: dict[str, int],
+                 peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
                  rng: np.random.Generator):
+        """``peers[i]`` is the client VM ``i`` talks to (the one behind its NIC port)."""
         self.env, self.params = env, params
         self.connections: list[Connection] = []
         for v, vm in enumerate(vms):
+            peer = peers[v]
             for s in range(params.sessions_per_vm):
                 flow = v * params.sessions_per_vm + s
                 src, dst = (vm, peer) if params.direction == "tx" else (peer, vm)

@@ -48,55 +48,65 @@ class Model:
     env: simpy.Environment
     stats: Stats
     cpu: Cpu
-    nic: NicPort
-    vswitch: Vswitch
-    peer: PeerHost
+    nics: list[NicPort] = field(default_factory=list)
+    vswitches: list[Vswitch] = field(default_factory=list)
+    peers: list[PeerHost] = field(default_factory=list)
     vms: list[Vm] = field(default_factory=list)
     vnics: list[VirtualNic] = field(default_factory=list)
     contexts: list[Context] = field(default_factory=list)
     workload: TcpStream | None = None
 
-    @property
-    def host_contexts(self) -> list[Context]:
-        return self.contexts
+    def port_of(self, vm: int) -> int:
+        return vm % len(self.nics)
 
 
 class _Placer:
-    """Hands out host cores in order, leaving the vector's core for last."""
+    """Hands out host cores: the vector cores are set aside (from ``irq_core`` on); VM contexts
+    take the other cores in order, then every core round again (sharing, with world switches)."""
 
-    def __init__(self, n_cores: int, irq_core: int):
-        order = [c for c in range(n_cores) if c != irq_core] + [irq_core]
-        self._order, self._i = order, 0
+    def __init__(self, n_cores: int, irq_core: int, n_vectors: int):
+        self.n_cores = n_cores
+        self.vector_cores = [(irq_core + j) % n_cores for j in range(n_vectors)]
+        reserved = set(self.vector_cores)
+        self._free = [c for c in range(n_cores) if c not in reserved]
+        self._i = 0
 
     def next(self) -> int:
-        core = self._order[self._i % len(self._order)]
-        self._i += 1
-        return core
+        i, self._i = self._i, self._i + 1
+        return self._free[i] if i < len(self._free) else (i - len(self._free)) % self.n_cores
 
 
 def build(cfg: Config, replication: int = 0) -> Model:
     env = simpy.Environment()
     stats = Stats()
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
-    cpu = Cpu(env, cfg.host.cpu)
-    nic = NicPort(env, "nic0", cfg.nic, stats)
-    vswitch = Vswitch("vswitch0", cfg.hypervisor.vswitch, nic, stats)
-    peer = PeerHost(env, cfg.peer, cfg.nic, cfg.tcp, stats, rng("peer"))
-    model = Model(cfg, env, stats, cpu, nic, vswitch, peer)
-    _wire_cable(nic, peer.nic)
-
-    irq = Context(env, "nic0.irq", cpu.core(cfg.host.irq_core), rng=rng("nic0.irq"))
-    model.contexts.append(irq)
-    placer = _Placer(len(cpu.cores), cfg.host.irq_core)
+    model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu))
+    ports = cfg.host.nic_ports
+    placer = _Placer(len(model.cpu.cores), cfg.host.irq_core, ports * cfg.nic.rx_queues)
+    for p in range(ports):
+        nic = NicPort(env, f"nic{p}", cfg.nic, stats,
+                      rss_salt=int(rng(f"nic{p}.rss").integers(2**31)))
+        model.nics.append(nic)
+        model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats))
+        peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng(f"peer{p}"))
+        model.peers.append(peer)
+        _wire_cable(nic, peer.nic)
     for i in range(cfg.workload.vms):
         _build_vm(model, i, placer, rng)
-    _wire_receive(model, irq)
+    for p, nic in enumerate(model.nics):
+        vectors = [Context(env, f"{nic.name}.rxq{k}.irq",
+                           model.cpu.core(placer.vector_cores[p * cfg.nic.rx_queues + k]),
+                           rng=rng(f"{nic.name}.rxq{k}.irq"))
+                   for k in range(cfg.nic.rx_queues)]
+        model.contexts.extend(vectors)
+        _wire_receive(model, p, vectors)
 
     mss = units.mss_bytes(cfg.nic.link.mtu_bytes, cfg.tcp.timestamps)
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
                "peer": _seg_max(cfg.nic.tso, cfg, mss)}
-    model.workload = TcpStream(env, cfg.workload, model.vms, peer, mss_bytes=mss,
-                               seg_max=seg_max, rng=rng("workload"))
+    model.workload = TcpStream(env, cfg.workload, model.vms,
+                               [model.peers[model.port_of(i)] for i in range(len(model.vms))],
+                               mss_bytes=mss, seg_max=seg_max, rng=rng("workload"))
     return model
 
 
@@ -111,38 +121,37 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
 
 def _build_vm(model: Model, i: int, placer: _Placer, rng) -> None:
     cfg, env = model.cfg, model.env
+    vswitch = model.vswitches[model.port_of(i)]
     vcpus = [Context(env, f"vm{i}.vcpu{k}", model.cpu.core(placer.next()), rng=rng(f"vm{i}.vcpu{k}"))
              for k in range(cfg.guest.vcpus)]
     net = Context(env, f"vm{i}.net", model.cpu.core(placer.next()), rng=rng(f"vm{i}.net"))
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
     driver_tx = cfg.hypervisor.driver_tx
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backend=net, vcpu=vcpus[0],
-                     transmit=model.vswitch.transmit,
-                     backend_extra_cycles=lambda p, b: model.vswitch.cycles(p, b)
+                     transmit=vswitch.transmit,
+                     backend_extra_cycles=lambda p, b: vswitch.cycles(p, b)
                      + driver_tx.cycles(p, b, 0))
     vm.attach(vnic)
-    model.vswitch.connect(i, vnic.deliver)
+    vswitch.connect(i, vnic.deliver)
     model.vms.append(vm)
     model.vnics.append(vnic)
     model.contexts.extend([*vcpus, net])
 
 
-def _wire_receive(model: Model, irq: Context) -> None:
-    """The NIC's handler pays driver + vswitch + each destination vNIC's backend cost."""
-    hv, nic, vnics = model.cfg.hypervisor, model.nic, model.vnics
+def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
+    """Each RX vector pays driver + vswitch + each destination vNIC's backend cost."""
+    hv, vnics, vswitch = model.cfg.hypervisor, model.vnics, model.vswitches[port]
 
     def cost(batch: list[Burst], is_interrupt: bool) -> float:
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
         cycles = hv.driver_rx.cycles(packets, n_bytes, int(is_interrupt))
-        cycles += model.vswitch.cycles(packets, n_bytes)
+        cycles += vswitch.cycles(packets, n_bytes)
         for dst in {b.dst for b in batch}:
-            part = [b for b in batch if b.dst == dst]
             if dst != PEER_DST and 0 <= dst < len(vnics):
+                part = [b for b in batch if b.dst == dst]
                 cycles += vnics[dst].rx_backend_cycles(sum(b.packets for b in part),
                                                        sum(b.payload_bytes for b in part))
         return cycles
 
-    nic.rx_context = irq
-    nic.rx_cost = cost
-    nic.rx_deliver = model.vswitch.receive
+    model.nics[port].wire_rx(vectors, cost, vswitch.receive)

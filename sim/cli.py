@@ -62,8 +62,10 @@ def run_cli(args: list[str]) -> int:
     if not any(a in ("-h", "--help", "--hydra-help", "--info", "--cfg") or a.startswith("--cfg")
                for a in args):
         from sim.compose import check_overrides
+        flags = [a for a in args if a.startswith("-")]
         try:
-            check_overrides(CONFIG_DIR, [a for a in args if not a.startswith("-")])
+            args = [*check_overrides(CONFIG_DIR, [a for a in args if not a.startswith("-")]),
+                    *flags]
         except ConfigError as exc:
             return fail(str(exc))
     sys.argv = ["python -m sim run", *args]

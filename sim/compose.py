@@ -23,7 +23,7 @@ def _groups(config_dir: str) -> dict[str, list[str]]:
             for p in Path(config_dir).iterdir() if p.is_dir()}
 
 
-def compose_dict(config_dir: str, overrides: list[str]) -> dict:
+def compose_dict(config_dir: str, overrides: list[str], unknown: list[str] | None = None) -> dict:
     """The composed config as a plain dict (no ``hydra`` node); Hydra errors become one line.
 
     An override of a key the config lacks is set on the dict instead, so that the schema
@@ -31,7 +31,7 @@ def compose_dict(config_dir: str, overrides: list[str]) -> dict:
     """
     overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
     _check_groups(config_dir, overrides)
-    unknown = []
+    unknown = [] if unknown is None else unknown
     while True:
         try:
             cfg = _compose(config_dir, overrides)
@@ -67,15 +67,20 @@ def compose_checked(config_dir: str, overrides: list[str]) -> Config:
     return to_config(compose_dict(config_dir, overrides))
 
 
-def check_overrides(config_dir: str, overrides: list[str]) -> None:
-    """Validate every combination a (multi)run would compose."""
+def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
+    """Validate every combination a (multi)run would compose; return the overrides to hand to
+    Hydra, with ``+`` before keys the schema has but the YAML files leave at their default."""
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as exc:
         raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    appended: set[str] = set()
     for batch in BasicSweeper.split_arguments(parsed, None):
         for combo in batch:
-            compose_checked(config_dir, list(combo))
+            unknown: list[str] = []
+            to_config(compose_dict(config_dir, list(combo), unknown))
+            appended.update(o.partition("=")[0] for o in unknown)
+    return [f"+{o}" if o.partition("=")[0] in appended else o for o in overrides]
 
 
 def _check_groups(config_dir: str, overrides: list[str]) -> None:

@@ -52,13 +52,19 @@ class RunParams:
 
 @dataclass(frozen=True)
 class HostParams:
-    """The server under test: its processors and where the NIC's interrupt vector runs."""
+    """The server under test: its processors, its NIC ports, where the vectors run.
+
+    Vector ``j`` (over all ports' RX queues, port-major) runs on core ``irq_core + j`` (mod the
+    core count); VMs take the other cores in order. VM ``i`` uses port ``i mod nic_ports``.
+    """
 
     name: str = "host"
     cpu: CpuParams = field(default_factory=CpuParams)
     irq_core: int = 1
+    nic_ports: int = 1
 
     def __post_init__(self):
+        _require(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
         _require(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
                  f"in 0..{self.cpu.n_cores - 1} (the host's cores)")
 

@@ -27,20 +27,21 @@ def snapshot(model: Model) -> dict[str, float]:
     for core in model.cpu.cores:
         s[f"core.{core.index}.busy_s"] = core.busy_time_s()
         s[f"core.{core.index}.switches"] = core.switches
-    for ctx in [*model.contexts, *model.peer.contexts()]:
+    for ctx in [*model.contexts, *(c for peer in model.peers for c in peer.contexts())]:
         s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
         s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
-    for core in model.peer.cpu.cores:
-        s[f"peercore.{core.index}.busy_s"] = core.busy_time_s()
-    for port in (model.nic, model.peer.nic):
+    for port in _ports(model):
         p = port.name
         s[f"nic.{p}.tx_packets"] = port.tx_packets
         s[f"nic.{p}.tx_frames"] = port.tx_frames
         s[f"nic.{p}.tx_wire_bytes"] = port.tx_wire_bytes
         s[f"nic.{p}.rx_frames"] = port.rx_frames
         s[f"nic.{p}.rx_wire_bytes"] = port.rx_wire_bytes
-        s[f"nic.{p}.rx_delivered_frames"] = port.rx_ring.stats.departed_frames
-        s[f"nic.{p}.interrupts"] = port.coalescer.interrupts
+        s[f"nic.{p}.rx_delivered_frames"] = port.rx_delivered_frames
+        s[f"nic.{p}.interrupts"] = port.interrupts
+        for q in port.rx_queues:
+            s[f"rxq.{q.name}.interrupts"] = q.coalescer.interrupts
+            s[f"rxq.{q.name}.frames"] = q.ring.stats.departed_frames
     for vnic in model.vnics:
         s[f"vnic.{vnic.name}.exits"] = vnic.exits
         s[f"vnic.{vnic.name}.virtual_interrupts"] = vnic.virtual_interrupts
@@ -67,7 +68,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                               "util_pct": 100 * d[f"ctx.{c.name}.busy_s"] / window_s,
                               "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s}
                              for host, ctxs in (("host", model.contexts),
-                                                ("peer", model.peer.contexts()))
+                                                *((p.name, p.contexts()) for p in model.peers))
                              for c in ctxs])
     nics = _nic_table(model, d, window_s)
     drops = pd.DataFrame([{"place": k.split(".", 1)[1].rsplit(".", 1)[0],
@@ -75,7 +76,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                           for k, v in d.items() if k.startswith("drop.")],
                          columns=["place", "reason", "frames"])
     goodput = float(flows["goodput_gbps"].sum())
-    host = nics[nics["nic"] == model.nic.name].iloc[0]
+    host = nics[nics["nic"].isin([n.name for n in model.nics])].sum(numeric_only=True)
     arrived = sum(v for k, v in d.items() if k.startswith("stage.") and k.endswith("arrived_frames")
                   and ".wire_" not in k)
     dropped = float(drops["frames"].sum()) if len(drops) else 0.0
@@ -93,8 +94,13 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
         if (per_vm ** 2).sum() > 0 else float("nan"),
         "per_vm_goodput_std_gbps": float(np.std(per_vm, ddof=1)) if len(per_vm) > 1 else 0.0,
     }
+    queues = pd.DataFrame([{"queue": k.split(".", 1)[1].rsplit(".", 1)[0],
+                            "interrupts_per_s": v / window_s,
+                            "frames_per_s": d[k.rsplit(".", 1)[0] + ".frames"] / window_s}
+                           for k, v in d.items() if k.startswith("rxq.") and
+                           k.endswith(".interrupts")])
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
-              "drops": drops}
+              "rx_queues": queues, "drops": drops}
     for t in tables.values():
         t.insert(0, "replication", replication)
     return summary, tables
@@ -115,7 +121,7 @@ def _flow_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
 
 def _nic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     rows = []
-    for port in (model.nic, model.peer.nic):
+    for port in _ports(model):
         p = port.name
         rows.append({"nic": p,
                      "tx_gbps": units.bytes_per_s_to_gbps(d[f"nic.{p}.tx_wire_bytes"] / window_s),
@@ -126,6 +132,10 @@ def _nic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
                      "rx_delivered_frames_per_s": d[f"nic.{p}.rx_delivered_frames"] / window_s,
                      "interrupts_per_s": d[f"nic.{p}.interrupts"] / window_s})
     return pd.DataFrame(rows)
+
+
+def _ports(model: Model):
+    return [*model.nics, *(p.nic for p in model.peers)]
 
 
 def _mean_rtt_us(d: dict, model: Model) -> float:
