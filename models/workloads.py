@@ -1,12 +1,21 @@
-"""Workloads: netperf TCP_STREAM between the VMs and the peer.
+"""Workloads: what the VMs and the peers run. A ``Workload`` base and one subclass per kind.
 
-Modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connections per VM, each with
+Every workload is built from the same arguments (VMs, the peer behind each VM's port, the MSS
+and largest segment each side may send, a random stream), keeps cumulative counters, and
+reports them through three hooks the recorder (``sim.metrics``) calls: ``flows()`` (one record
+per flow: its VM and the counters goodput, RTT and retransmissions come from),
+``summary(d, window_s)`` and ``tables(d, window_s)`` for what only this kind measures (given the
+counter differences ``d`` over the window; plain dicts and records, no pandas here).
+``WORKLOADS`` maps ``workload.kind`` to its class.
+
+TCP_STREAM, modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connections per VM, each with
 ``socket_bytes`` send and receive buffers and ``message_bytes`` per send()/recv() call. Direction
 ``tx``: the VM sends, the peer's netserver receives; ``rx``: the reverse. The sender calls
 ``send()`` in a loop (each call pays its fixed cost once and copies its message, blocking while
 the send buffer is full); the receiver calls ``recv()`` for up to one message per call whenever
 data is readable. Back-to-back calls are one CPU task (their cycles add up exactly), which keeps
-the event count independent of the message size. Connections start at a random offset within ``start_jitter_us`` (the only randomness).
+the event count independent of the message size. Connections start at a random offset within
+``start_jitter_us`` (the only randomness).
 Left out: connection set-up and teardown, netperf's own CPU measurement.
 Units: bytes, microseconds.
 """
@@ -26,7 +35,11 @@ DIRECTIONS = ("tx", "rx")
 
 
 @dataclass(frozen=True)
-class TcpStreamParams:
+class WorkloadParams:
+    """What runs: ``kind`` picks the workload; the fields below are shared by the kinds (kinds
+    with parameters of their own add a nested section)."""
+
+    kind: str = "tcp_stream"
     vms: int = 1
     sessions_per_vm: int = 5
     socket_bytes: int = 65536
@@ -35,6 +48,7 @@ class TcpStreamParams:
     start_jitter_us: float = 100.0
 
     def __post_init__(self):
+        check(self.kind in WORKLOADS, "kind", self.kind, f"one of {sorted(WORKLOADS)}")
         check(1 <= self.vms <= 512, "vms", self.vms, "in 1..512")
         check(1 <= self.sessions_per_vm <= 1024, "sessions_per_vm", self.sessions_per_vm,
               "in 1..1024")
@@ -53,14 +67,42 @@ class Connection:
     receiver: TcpReceiver
 
 
-class TcpStream:
-    """Opens the connections and starts one sender and one receiver process for each."""
+class Workload:
+    """Base of every workload: the constructor opens endpoints and starts processes."""
 
-    def __init__(self, env: simpy.Environment, params: TcpStreamParams, vms: list[StackHost],
+    def __init__(self, env: simpy.Environment, params: WorkloadParams, vms: list[StackHost],
                  peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
                  rng: np.random.Generator):
-        """``peers[i]`` is the client VM ``i`` talks to (the one behind its NIC port)."""
+        """``peers[i]`` is the client VM ``i`` talks to (the one behind its NIC port);
+        ``seg_max['vm'|'peer']`` the largest segment each side may hand its device."""
         self.env, self.params = env, params
+
+    def flows(self) -> list[dict]:
+        """Per flow: ``flow``, ``vm`` and cumulative ``bytes_read`` (application payload
+        received), ``rtt_sum_s``, ``rtt_samples``, ``retransmits``, ``timeouts``."""
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters of this kind beyond the per-flow ones (name -> value); the
+        recorder hands their differences over the window back to ``summary`` and ``tables``."""
+        return {}
+
+    def summary(self, d: dict[str, float], window_s: float) -> dict[str, float]:
+        """Extra summary metrics of this kind, from counter differences ``d``."""
+        return {}
+
+    def tables(self, d: dict[str, float], window_s: float) -> dict[str, list[dict]]:
+        """Extra tables of this kind, as lists of records."""
+        return {}
+
+
+class TcpStream(Workload):
+    """Opens the connections and starts one sender and one receiver process for each."""
+
+    def __init__(self, env: simpy.Environment, params: WorkloadParams, vms: list[StackHost],
+                 peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
+                 rng: np.random.Generator):
+        super().__init__(env, params, vms, peers, mss_bytes=mss_bytes, seg_max=seg_max, rng=rng)
         self.connections: list[Connection] = []
         for v, vm in enumerate(vms):
             peer = peers[v]
@@ -77,6 +119,12 @@ class TcpStream:
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
                 env.process(self._send_loop(src, sender, start_s))
                 env.process(self._recv_loop(dst, receiver))
+
+    def flows(self) -> list[dict]:
+        return [{"flow": c.flow, "vm": c.vm, "bytes_read": c.receiver.bytes_read,
+                 "rtt_sum_s": c.sender.rtt_sum_s, "rtt_samples": c.sender.rtt_samples,
+                 "retransmits": c.sender.retransmits, "timeouts": c.sender.timeouts}
+                for c in self.connections]
 
     def _send_loop(self, host: StackHost, tcp: TcpSender, start_s: float):
         """send() calls back to back; one task covers every call the free buffer space allows
@@ -108,3 +156,6 @@ class TcpStream:
 def _starts(offset: int, msg: int) -> int:
     """Messages begun before byte ``offset`` of the stream (a call starts at each multiple)."""
     return -(-offset // msg)
+
+
+WORKLOADS: dict[str, type[Workload]] = {"tcp_stream": TcpStream}

@@ -30,7 +30,7 @@ from models.nic import NicPort
 from models.peer import PEER_DST, PeerHost
 from models.vnic import VirtualNic, make_vnic
 from models.vswitch import Vswitch
-from models.workloads import TcpStream
+from models.workloads import WORKLOADS, Workload
 from sim.config import Config
 
 
@@ -54,7 +54,7 @@ class Model:
     vms: list[Vm] = field(default_factory=list)
     vnics: list[VirtualNic] = field(default_factory=list)
     contexts: list[Context] = field(default_factory=list)
-    workload: TcpStream | None = None
+    workload: Workload | None = None
 
     def port_of(self, vm: int) -> int:
         return vm % len(self.nics)
@@ -104,7 +104,7 @@ def build(cfg: Config, replication: int = 0) -> Model:
     mss = units.mss_bytes(cfg.nic.link.mtu_bytes, cfg.tcp.timestamps)
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
                "peer": _seg_max(cfg.nic.tso, cfg, mss)}
-    model.workload = TcpStream(env, cfg.workload, model.vms,
+    model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms,
                                [model.peers[model.port_of(i)] for i in range(len(model.vms))],
                                mss_bytes=mss, seg_max=seg_max, rng=rng("workload"))
     return model

@@ -22,7 +22,7 @@ from models.nic import NicParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
 from models.vnic import DEVICES, VnicParams
-from models.workloads import TcpStreamParams
+from models.workloads import WorkloadParams
 
 
 class ConfigError(ValueError):
@@ -80,7 +80,7 @@ class Config:
     guest: GuestParams = field(default_factory=GuestParams)
     peer: PeerParams = field(default_factory=PeerParams)
     tcp: TcpParams = field(default_factory=TcpParams)
-    workload: TcpStreamParams = field(default_factory=TcpStreamParams)
+    workload: WorkloadParams = field(default_factory=WorkloadParams)
 
 
 def _require(cond: bool, name: str, value, allowed: str) -> None:

@@ -17,13 +17,12 @@ from sim.builder import Model
 def snapshot(model: Model) -> dict[str, float]:
     """All cumulative counters of ``model`` at this instant, as a flat dict."""
     s: dict[str, float] = {}
-    for conn in model.workload.connections:
-        f = conn.flow
-        s[f"flow.{f}.bytes_read"] = conn.receiver.bytes_read
-        s[f"flow.{f}.rtt_sum_s"] = conn.sender.rtt_sum_s
-        s[f"flow.{f}.rtt_samples"] = conn.sender.rtt_samples
-        s[f"flow.{f}.retransmits"] = conn.sender.retransmits
-        s[f"flow.{f}.timeouts"] = conn.sender.timeouts
+    for flow in model.workload.flows():
+        for key, value in flow.items():
+            if key not in ("flow", "vm"):
+                s[f"flow.{flow['flow']}.{key}"] = value
+    for key, value in model.workload.counters().items():
+        s[f"workload.{key}"] = value
     for core in model.cpu.cores:
         s[f"core.{core.index}.busy_s"] = core.busy_time_s()
         s[f"core.{core.index}.switches"] = core.switches
@@ -101,6 +100,10 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                            k.endswith(".interrupts")])
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
               "rx_queues": queues, "drops": drops}
+    wd = {k[len("workload."):]: v for k, v in d.items() if k.startswith("workload.")}
+    summary.update(model.workload.summary(wd, window_s))
+    for name, records in model.workload.tables(wd, window_s).items():
+        tables[name] = pd.DataFrame(records)
     for t in tables.values():
         t.insert(0, "replication", replication)
     return summary, tables
@@ -108,14 +111,14 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
 
 def _flow_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     rows = []
-    for conn in model.workload.connections:
-        f = conn.flow
-        n = d[f"flow.{f}.rtt_samples"]
-        rows.append({"flow": f, "vm": conn.vm,
+    for flow in model.workload.flows():
+        f = flow["flow"]
+        n = d.get(f"flow.{f}.rtt_samples", 0)
+        rows.append({"flow": f, "vm": flow["vm"],
                      "goodput_gbps": units.bytes_per_s_to_gbps(d[f"flow.{f}.bytes_read"] / window_s),
                      "rtt_us": units.s_to_us(d[f"flow.{f}.rtt_sum_s"] / n) if n else float("nan"),
-                     "retransmits": d[f"flow.{f}.retransmits"],
-                     "timeouts": d[f"flow.{f}.timeouts"]})
+                     "retransmits": d.get(f"flow.{f}.retransmits", 0),
+                     "timeouts": d.get(f"flow.{f}.timeouts", 0)})
     return pd.DataFrame(rows)
 
 
@@ -139,6 +142,7 @@ def _ports(model: Model):
 
 
 def _mean_rtt_us(d: dict, model: Model) -> float:
-    total = sum(d[f"flow.{c.flow}.rtt_sum_s"] for c in model.workload.connections)
-    n = sum(d[f"flow.{c.flow}.rtt_samples"] for c in model.workload.connections)
+    flows = [f["flow"] for f in model.workload.flows()]
+    total = sum(d.get(f"flow.{f}.rtt_sum_s", 0.0) for f in flows)
+    n = sum(d.get(f"flow.{f}.rtt_samples", 0) for f in flows)
     return units.s_to_us(total / n) if n else float("nan")
