@@ -47,6 +47,7 @@ class StackHost:
         self.endpoint = endpoint  # the id bursts carry in src/dst: a VM's index, -1 for a peer
         self.senders: dict[int, TcpSender] = {}
         self.receivers: dict[int, TcpReceiver] = {}
+        self.frames_delivered = 0  # frames that reached this host's stack (for loss ratios)
 
     # -- what a subclass provides --------------------------------------------------------
     def app_context(self, flow: int) -> Context:
@@ -96,6 +97,7 @@ class StackHost:
 
     def deliver(self, batch: list[Burst]) -> None:
         for burst in batch:
+            self.frames_delivered += burst.frames
             if burst.kind == ACK:
                 sender = self.senders.get(burst.flow)
                 if sender is not None:

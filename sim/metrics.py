@@ -29,6 +29,7 @@ def snapshot(model: Model) -> dict[str, float]:
     for ctx in [*model.contexts, *(c for peer in model.peers for c in peer.contexts())]:
         s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
         s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
+    s["frames_delivered"] = sum(h.frames_delivered for h in [*model.vms, *model.peers])
     for port in _ports(model):
         p = port.name
         s[f"nic.{p}.tx_packets"] = port.tx_packets
@@ -76,16 +77,15 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                          columns=["place", "reason", "frames"])
     goodput = float(flows["goodput_gbps"].sum())
     host = nics[nics["nic"].isin([n.name for n in model.nics])].sum(numeric_only=True)
-    arrived = sum(v for k, v in d.items() if k.startswith("stage.") and k.endswith("arrived_frames")
-                  and ".wire_" not in k)
     dropped = float(drops["frames"].sum()) if len(drops) else 0.0
+    offered = dropped + d["frames_delivered"]  # every frame is delivered, dropped or in flight
     busy_cycles = sum(d[f"core.{c.index}.busy_s"] for c in model.cpu.cores) * cfg.host.cpu.clock_hz
     per_vm = vms["goodput_gbps"].to_numpy()
     summary = {
         "goodput_gbps": goodput,
         "wire_frames_per_s": float(host["tx_frames_per_s"] + host["rx_frames_per_s"]),
         "host_packets_per_s": float(host["tx_packets_per_s"] + host["rx_delivered_frames_per_s"]),
-        "loss_ratio": dropped / arrived if arrived else 0.0,
+        "loss_ratio": dropped / offered if offered else 0.0,
         "host_cpu_util_pct": float(cores["util_pct"].mean()),
         "cycles_per_bit": busy_cycles / (goodput * 1e9 * window_s) if goodput > 0 else float("nan"),
         "rtt_us": _mean_rtt_us(d, model),
