@@ -1,0 +1,128 @@
+"""models.base: the cycle-cost formula, the burst record, rings (tail drop, TSO drop), counters.
+
+CycleCost: cycles = fixed x invocations + per_packet x packets + per_byte x bytes.
+Ring: a burst occupies slots from offer() to release(); what does not fit is dropped per frame
+(tail drop), except a TSO segment (one packet of many frames), which is dropped whole.
+"""
+import pytest
+
+from models.base import ACK, DATA, Burst, CycleCost, Ring, Stats
+
+MSS, HDR = 1448, 52
+
+
+def data(frames: int, payload: int | None = None, packets: int | None = None) -> Burst:
+    payload = frames * MSS if payload is None else payload
+    return Burst(DATA, 0, payload, frames, frames if packets is None else packets, HDR, MSS)
+
+
+def test_cycle_cost():
+    cost = CycleCost(fixed_cycles=100, per_packet_cycles=10, per_byte_cycles=0.5)
+    assert cost.cycles(packets=3, n_bytes=1000, invocations=2) == 200 + 30 + 500
+    assert cost.cycles() == 100
+    assert cost.cycles(packets=3, invocations=0) == 30
+    assert cost.scaled(2).cycles(packets=3, n_bytes=1000) == 2 * (100 + 30 + 500)
+
+
+def test_cycle_cost_rejects_negative_prices_naming_the_field():
+    with pytest.raises(ValueError, match="per_byte_cycles=-1"):
+        CycleCost(per_byte_cycles=-1)
+
+
+def test_burst_wire_and_ip_bytes():
+    b = data(3, payload=2 * MSS + 100)
+    assert b.wire_bytes == 2 * 1538 + (100 + HDR + 38)
+    assert b.ip_bytes == 2 * MSS + 100 + 3 * HDR
+
+
+def test_burst_head_keeps_the_first_frames():
+    b = data(4, payload=3 * MSS + 100)
+    h = b.head(2)
+    assert (h.frames, h.packets, h.payload_bytes) == (2, 2, 2 * MSS)
+    assert h.wire_bytes == 2 * 1538
+    assert (b.frames, b.payload_bytes) == (4, 3 * MSS + 100)  # the original is untouched
+    assert b.head(3).wire_bytes == 3 * 1538
+
+
+def test_burst_aggregated_merges_data_frames_for_lro():
+    b = data(100)
+    assert b.aggregated(65536).packets == 3  # 45 frames of 1448 bytes per 64KB aggregate
+    assert b.aggregated(65536).frames == 100
+    assert b.aggregated(65536).wire_bytes == b.wire_bytes
+    assert b.aggregated(0) is b
+    ack = Burst(ACK, 0, 0, 4, 4, HDR, MSS)
+    assert ack.aggregated(65536).packets == 4
+
+
+def test_as_frames_makes_every_frame_a_packet():
+    tso = data(45, packets=1)
+    assert tso.as_frames().packets == 45
+    assert tso.as_frames().wire_bytes == tso.wire_bytes
+
+
+def test_ring_tail_drop_keeps_what_fits():
+    stats = Stats()
+    ring = Ring("r", 5, stats)
+    assert ring.offer(data(3)).frames == 3
+    kept = ring.offer(data(4))
+    assert kept.frames == 2 and ring.free == 0 and len(ring) == 2
+    st = stats.stages["r"]
+    assert st.arrived_frames == 7
+    assert st.dropped_frames == {"ring_full": 2}
+    assert st.dropped_bytes == {"ring_full": 2 * 1538}
+    assert st.queued_frames == 5
+    assert st.conservation_error() == (0, 0)
+    assert ring.offer(data(1)) is None
+    assert st.dropped_frames == {"ring_full": 3}
+
+
+def test_ring_drops_a_tso_segment_whole():
+    stats = Stats()
+    ring = Ring("r", 10, stats, drop_reason="full")
+    assert ring.offer(data(45, packets=1)) is None   # 45 frames, room for 10: all or nothing
+    assert stats.stages["r"].dropped_frames == {"full": 45}
+    assert ring.used == 0
+    pkts = Ring("p", 2, stats, unit="packets")
+    assert pkts.offer(data(45, packets=1)) is not None
+    assert pkts.offer(data(45, packets=1)) is not None
+    assert pkts.offer(data(45, packets=1)) is None
+    assert stats.stages["p"].dropped_frames == {"ring_full": 45}
+    assert stats.stages["p"].conservation_error() == (0, 0)
+
+
+def test_ring_slot_is_held_until_release_and_release_calls_back():
+    stats = Stats()
+    ring = Ring("r", 2, stats)
+    calls = []
+    ring.on_space.append(lambda: calls.append(ring.free))
+    ring.offer(data(1))
+    ring.offer(data(1))
+    b = ring.claim()
+    assert ring.free == 0 and len(ring) == 1   # claimed but still occupying its slot
+    assert ring.offer(data(1)) is None
+    ring.release([b])
+    assert calls == [1]
+    st = stats.stages["r"]
+    assert (st.departed_frames, st.queued_frames) == (1, 1)
+    assert st.departed_bytes == 1538
+    assert st.conservation_error() == (0, 0)
+
+
+def test_ring_validates_capacity_and_unit():
+    with pytest.raises(ValueError, match="capacity"):
+        Ring("r", 0, Stats())
+    with pytest.raises(ValueError, match="unit"):
+        Ring("r", 1, Stats(), unit="bytes")
+
+
+def test_stage_conservation_error_detects_a_lost_frame():
+    stats = Stats()
+    st = stats.stage("s")
+    st.arrive(3, 300)
+    st.depart(2, 200)
+    st.drop("x", 1, 100)
+    assert st.conservation_error() == (0, 0)   # drop() counts its own arrival
+    st.queued_frames -= 1                      # a frame that vanished without a trace
+    assert st.conservation_error() == (1, 0)
+    with pytest.raises(AssertionError):
+        stats.stage("s")                       # stage names are unique

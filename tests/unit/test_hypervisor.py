@@ -1,0 +1,157 @@
+"""models.hypervisor: exit prices, driver kinds, software LRO counts, generation profiles.
+
+Receive path of one port (``HypervisorRx``)::
+
+    NIC RX queue --frames--> driver (per frame; + compat shim if linux_compat)
+        --software LRO (aggregates <= software_lro_max_bytes, LRO-capable vNICs only)-->
+        vswitch (per packet) --> vNIC backend (per packet) --> vNIC
+
+Claim G80-rx-pps: the driver pays per frame, everything after it per aggregate.
+"""
+from pathlib import Path
+
+import pytest
+
+from models.base import ACK, DATA, Burst, CycleCost
+from models.hypervisor import HypervisorFeatures, HypervisorParams, HypervisorRx, software_lro
+from sim.config import ConfigError
+from tests.conftest import CONFIG_DIR
+
+MSS, HDR = 1448, 52
+PROFILES = sorted(p.stem for p in Path(CONFIG_DIR, "hypervisor").glob("*.yaml"))
+
+
+def data(frames: int, dst: int = 0, packets: int | None = None) -> Burst:
+    return Burst(DATA, 0, frames * MSS, frames, frames if packets is None else packets, HDR, MSS,
+                 dst=dst)
+
+
+class FakeVnic:
+    def __init__(self, takes: bool):
+        self.takes_aggregates = takes
+
+    def rx_backend_cycles(self, packets: int, n_bytes: int) -> float:
+        return 1500.0 + 500.0 * packets
+
+
+class FakeVswitch:
+    def __init__(self):
+        self.got: list[Burst] = []
+
+    def cycles(self, packets: int, n_bytes: int) -> float:
+        return 600.0 * packets
+
+    def rx_extra_cycles(self, batch) -> float:  # VXLAN / multicast work: none here
+        return 0.0
+
+    def receive(self, batch):
+        self.got.extend(batch)
+
+
+def params(**kw) -> HypervisorParams:
+    base = dict(driver_rx=CycleCost(3000.0, 450.0, 0.0), compat_rx=CycleCost(0.0, 250.0, 0.0),
+                driver_tx=CycleCost(0.0, 450.0, 0.0), compat_tx=CycleCost(0.0, 250.0, 0.0),
+                features=HypervisorFeatures(software_lro=True), software_lro_max_bytes=32000)
+    return HypervisorParams(**{**base, **kw})
+
+
+def test_exit_price_by_virtualization_mode():
+    hv = HypervisorParams(vm_exit_cycles=4000.0, bt_trap_cycles=1500.0)
+    assert hv.exit_cycles("hw") == 4000.0 and hv.exit_cycles("bt") == 1500.0
+    with pytest.raises(ValueError, match="guest.virtualization='pv'"):
+        hv.exit_cycles("pv")
+
+
+def test_linux_compat_driver_pays_the_shim_per_packet_native_does_not():
+    compat, native = params(driver_kind="linux_compat"), params(driver_kind="native")
+    assert compat.rx_driver_cycles(100, 0, 1) == 3000 + 450 * 100 + 250 * 100
+    assert native.rx_driver_cycles(100, 0, 1) == 3000 + 450 * 100
+    assert compat.tx_driver_cycles(10, 0) == 700 * 10
+    assert native.tx_driver_cycles(10, 0) == 450 * 10
+    with pytest.raises(ValueError, match="driver_kind='vmklinux'"):
+        params(driver_kind="vmklinux")
+
+
+def test_software_lro_aggregate_counts():
+    takes = lambda dst: dst == 0  # noqa: E731  vNIC 0 takes aggregates, vNIC 1 does not
+    # 45 frames of 1448 bytes (one 64KB TSO segment); 32000 // 1448 = 22 frames per aggregate.
+    out = software_lro([data(45), data(45, dst=1), data(1), data(10, packets=1),
+                        Burst(ACK, 0, 0, 3, 3, HDR, MSS)], 32000, takes)
+    assert [b.packets for b in out] == [3, 45, 1, 1, 3]
+    assert [b.frames for b in out] == [45, 45, 1, 10, 3]     # frames (and bytes) untouched
+    assert out[0].wire_bytes == data(45).wire_bytes
+
+
+def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
+    vs = FakeVswitch()
+    rx = HypervisorRx(params(driver_kind="native"), vs, [FakeVnic(True), FakeVnic(False)])
+    batch = [data(45, dst=0), data(10, dst=1)]
+    cycles = rx.cost(batch, is_interrupt=True)
+    driver = 3000 + 450 * 55                    # every frame the NIC delivered
+    vswitch = 600 * (3 + 10)                    # 3 aggregates for vNIC 0, 10 frames for vNIC 1
+    backends = (1500 + 500 * 3) + (1500 + 500 * 10)
+    assert cycles == driver + vswitch + backends
+    rx.deliver(batch)
+    assert [b.packets for b in vs.got] == [3, 10]
+    assert rx.driver_packets == 55 and rx.switched_packets == 13
+
+
+def test_no_software_lro_without_the_feature():
+    vs = FakeVswitch()
+    rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs, [FakeVnic(True)])
+    rx.deliver([data(45)])
+    assert vs.got[0].packets == 45
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_every_profile_composes(compose, name):
+    cfg = compose([f"hypervisor={name}"])
+    assert cfg.hypervisor.name == name
+
+
+def test_generations_features(compose):
+    feats = {n: compose([f"hypervisor={n}"]).hypervisor for n in PROFILES}
+    assert [n for n, h in feats.items() if h.features.vnic_rss] == ["vsphere60"]
+    assert not feats["esx35"].features.vmxnet3 and feats["esx40"].features.vmxnet3
+    assert [n for n, h in feats.items() if h.driver_kind == "native"] == ["vsphere60"]
+    assert not feats["esx35"].features.software_lro and feats["vsphere55"].features.software_lro
+    assert all(h.vswitch.pending_tx_limit_packets == 200 for h in feats.values())
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["vnic=vmxnet3"], "vnic.model=vmxnet3"),                      # esx35: no vmxnet3
+    (["hypervisor=vsphere55", "vnic=vmxnet3", "vnic.rx_queues=4"], "vnic.rx_queues=4"),
+    (["hypervisor=vsphere55", "vnic=vmxnet3", "nic.rx_queues=4", "nic.rx_sort=rss"],
+     "nic.rx_sort=rss"),
+    (["hypervisor=vsphere60", "vnic=vmxnet3", "nic.rx_queues=4", "nic.rx_sort=rss"],
+     "nic.rx_sort=rss"),                                           # the vNIC did not ask
+])
+def test_features_are_enforced(compose, overrides, key):
+    with pytest.raises(ConfigError, match=key):
+        compose(overrides)
+
+
+def _queues(model):
+    vectors = [c for c in model.contexts if c.name.startswith("nic0.rxq")]
+    return len(vectors), [len(v.rxq) for v in model.vnics], [len(v.txq) for v in model.vnics]
+
+
+def test_queue_counts_per_profile(compose):
+    from sim.builder import build
+    # vSphere 5.5: one hardware queue, one vNIC queue. vSphere 6.0 with pnicFeatures=4 and RSS:
+    # four hardware queues (four vector contexts) into four vNIC queues on four vCPUs.
+    m55 = build(compose(["experiment=v6_vnic_rx_55"]))
+    m60 = build(compose(["experiment=v6_vnic_rx_60"]))
+    assert _queues(m55) == (1, [1], [1])
+    assert _queues(m60) == (4, [4], [1])
+    assert len({q.vcpu.name for q in m60.vnics[0].rxq}) == 4
+    assert len({c.core.index for c in m60.contexts if c.name.startswith("nic0.rxq")}) == 4
+
+
+def test_tx_contexts_per_vnic(compose):
+    from sim.builder import build
+    m = build(compose(["hypervisor=vsphere60", "vnic=vmxnet3", "vnic.tx_queues=4",
+                       "hypervisor.tx_contexts_per_vnic=2"]))
+    nets = [c.name for c in m.contexts if c.name.startswith("vm0.net")]
+    assert nets == ["vm0.net", "vm0.net1"]
+    assert [q.backend.name for q in m.vnics[0].txq] == ["vm0.net", "vm0.net1"] * 2

@@ -1,0 +1,164 @@
+"""models.tcp: sender and receiver basics on small hand-wired loops, exact event sequences.
+
+Loop: sender.emit -> (fixed one-way delay D, optional loss) -> receiver.on_data;
+receiver.emit -> D -> sender.on_ack. Segments of one MSS (no TSO) so every burst is one frame.
+Checked: window-limited sending, one ACK per 2 full frames with a delayed-ACK timer for the
+rest, an immediate ACK for PSH, a duplicate ACK per out-of-order frame, fast retransmit of the
+hole after 3 duplicates, RTO with go-back-N and slow start.
+"""
+import pytest
+import simpy
+
+from models.base import ACK, DATA, Burst
+from models.tcp import TcpParams, TcpReceiver, TcpSender
+
+MSS = 1448
+D = 10e-6  # one-way delay of the hand-wired loop
+
+
+def us(t: float) -> float:
+    return round(t * 1e6, 6)
+
+
+def sender(env, emit, *, sndbuf=64 * MSS, seg_max=MSS, **tcp):
+    return TcpSender(env, 0, TcpParams(**tcp), mss_bytes=MSS, seg_max_bytes=seg_max,
+                     sndbuf_bytes=sndbuf, tso=False, src=1, dst=2, emit=emit)
+
+
+def receiver(env, emit, *, rcvbuf=64 * MSS, **tcp):
+    return TcpReceiver(env, 0, TcpParams(**tcp), mss_bytes=MSS, rcvbuf_bytes=rcvbuf, src=2, dst=1,
+                       emit=emit)
+
+
+def frame(seq: int, psh: bool = False, frames: int = 1) -> Burst:
+    return Burst(DATA, 0, frames * MSS, frames, frames, 52, MSS, seq=seq, psh=psh)
+
+
+class Loop:
+    """Sender and receiver joined by two delay lines; ``lose(burst)`` True drops a data burst."""
+
+    def __init__(self, lose=lambda b: False, **tcp):
+        self.env = simpy.Environment()
+        self.log: list[tuple] = []
+        self.lose = lose
+        self.snd = sender(self.env, self._data, **tcp)
+        self.rcv = receiver(self.env, self._ack, **tcp)
+
+    def _later(self, fn, burst):
+        self.env.timeout(D).callbacks.append(lambda _e: fn(burst))
+
+    def _data(self, b: Burst):
+        self.log.append(("data", us(self.env.now), b.seq // MSS, b.frames, b.retransmit))
+        if not self.lose(b):
+            self._later(self.rcv.on_data, b)
+
+    def _ack(self, b: Burst):
+        self.log.append(("ack", us(self.env.now), b.ack // MSS, b.packets, b.dup))
+        self._later(self.snd.on_ack, b)
+
+
+def test_sender_is_limited_by_the_window_and_refills_on_ack():
+    env, out = simpy.Environment(), []
+    s = sender(env, out.append, sndbuf=4 * MSS, initial_cwnd_segments=10)
+    s.write(4 * MSS)
+    assert [b.seq // MSS for b in out] == [0, 1, 2, 3]
+    assert s.flight == 4 * MSS and s.space() == 0
+    s.on_ack(Burst(ACK, 0, 0, 1, 1, 52, MSS, ack=2 * MSS, window_bytes=4 * MSS))
+    assert s.space() == 2 * MSS and len(out) == 4       # freed space, nothing written yet
+    s.write(2 * MSS)
+    assert [b.seq // MSS for b in out[4:]] == [4, 5]
+    assert out[-1].psh                                    # fills the window: pushed
+
+
+def test_sender_respects_the_advertised_window_which_never_shrinks():
+    env, out = simpy.Environment(), []
+    s = sender(env, out.append, sndbuf=8 * MSS, initial_cwnd_segments=20)
+    s.on_ack(Burst(ACK, 0, 0, 1, 1, 52, MSS, ack=0, window_bytes=2 * MSS))
+    s.write(8 * MSS)            # right edge stays at the socket size: it is never pulled back
+    assert [b.seq // MSS for b in out] == list(range(8))
+    s.on_ack(Burst(ACK, 0, 0, 1, 1, 52, MSS, ack=8 * MSS, window_bytes=2 * MSS))
+    s.write(8 * MSS)            # right edge 8 + 2: two more segments, the rest waits
+    assert [b.seq // MSS for b in out[8:]] == [8, 9]
+    assert s.write_seq - s.snd_nxt == 6 * MSS
+
+
+def test_receiver_acks_every_second_frame_and_delays_the_rest():
+    env, acks = simpy.Environment(), []
+    r = receiver(env, lambda b: acks.append((us(env.now), b.ack // MSS, b.packets)),
+                 delayed_ack_ms=40)
+
+    def feed():
+        for k in range(3):
+            r.on_data(frame(k * MSS))
+            yield env.timeout(1e-3)
+    env.process(feed())
+    env.run(until=0.1)
+    # frame 0: held; frame 1 (t=1ms): ACK 2; frame 2 (t=2ms): held until its timer at 42 ms.
+    assert acks == [(1000.0, 2, 1), (42000.0, 3, 1)]
+
+
+def test_receiver_acks_a_multi_frame_burst_per_two_frames():
+    env, acks = simpy.Environment(), []
+    r = receiver(env, lambda b: acks.append((us(env.now), b.ack // MSS, b.packets)))
+    r.on_data(frame(0, frames=5))
+    env.run(until=0.1)
+    assert acks == [(0.0, 5, 2), (40000.0, 5, 1)]  # 2 ACKs at once, the odd frame delayed
+
+
+def test_receiver_acks_a_pushed_frame_at_once():
+    env, acks = simpy.Environment(), []
+    r = receiver(env, lambda b: acks.append((us(env.now), b.ack // MSS, b.packets)))
+    r.on_data(frame(0, psh=True))
+    env.run(until=0.1)
+    assert acks == [(0.0, 1, 1)]
+
+
+def test_out_of_order_data_gives_dup_acks_and_fast_retransmit_repairs_the_hole():
+    lost = set()
+
+    def lose_first_copy_of_segment_2(b):
+        if b.seq == 2 * MSS and b.seq not in lost:
+            lost.add(b.seq)
+            return True
+        return False
+    loop = Loop(lose_first_copy_of_segment_2, initial_cwnd_segments=10)
+    loop.snd.write(10 * MSS)
+    loop.env.run(until=0.01)
+    expected = [("data", 0.0, k, 1, False) for k in range(10)]
+    expected += [("ack", 10.0, 2, 1, False)]                       # frames 0, 1
+    expected += [("ack", 10.0, 2, 1, True)] * 7                    # frames 3..9: out of order
+    expected += [("data", 20.0, 2, 1, True)]                       # 3rd dup ACK: the hole
+    expected += [("ack", 30.0, 10, 1, False)]                      # hole filled: ACK all
+    assert loop.log == expected
+    assert (loop.snd.retransmits, loop.snd.timeouts) == (1, 0)
+    assert loop.snd.snd_una == 10 * MSS and loop.snd.recover is None
+    assert loop.rcv.rcv_nxt == 10 * MSS
+
+
+def test_rto_goes_back_n_and_restarts_in_slow_start():
+    # Everything sent before 5 ms is lost; the RTO (10 ms) then resends from snd_una.
+    loop = Loop(lambda b: b.sent_s < 5e-3, initial_cwnd_segments=4, min_rto_ms=10)
+    loop.snd.write(4 * MSS)
+    loop.env.run(until=0.05)
+    data = [e for e in loop.log if e[0] == "data"]
+    assert data == [("data", 0.0, k, 1, False) for k in range(4)] + [
+        ("data", 10000.0, 0, 1, False),   # timeout: cwnd 1 MSS, go back to snd_una
+        ("data", 10020.0, 1, 1, False),   # ACK of 0: slow start, cwnd 2
+        ("data", 10020.0, 2, 1, False),
+        ("data", 10040.0, 3, 1, False)]   # ACK of 1, 2
+    assert loop.snd.timeouts == 1
+    assert loop.snd.snd_una == 4 * MSS
+    assert loop.snd.rto_deadline is None   # nothing in flight, no timer pending
+
+
+def test_rtt_is_sampled_from_the_echoed_send_time():
+    loop = Loop(initial_cwnd_segments=10)
+    loop.snd.write(2 * MSS)     # last frame pushed: acked on arrival, echo of its send time
+    loop.env.run(until=0.01)
+    assert loop.snd.rtt_samples == 1
+    assert loop.snd.rtt_sum_s == pytest.approx(2 * D)
+
+
+def test_socket_smaller_than_one_mss_is_rejected():
+    with pytest.raises(ValueError, match="socket_bytes"):
+        sender(simpy.Environment(), print, sndbuf=MSS - 1)

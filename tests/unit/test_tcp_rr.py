@@ -1,0 +1,104 @@
+"""TCP_RR (models/workload_rr.py) and the TCP piggy-back it relies on (models/tcp.py).
+
+One session = one connection: the client's request and the server's response share a flow id;
+each host's receiver holds the ACK of a pushed burst and its sender carries it on the next data
+burst (``Burst.piggyback``), so a 1-byte transaction is two frames on the wire.
+Checks: the piggy-back mechanics (exact), the bounded latency record, Little's law for one
+transaction in flight (mean latency x transactions/s = 1), and the device direction of DEV-rr.
+"""
+import numpy as np
+import pytest
+import simpy
+
+from models.base import ACK, DATA, Burst
+from models.tcp import TcpParams, TcpReceiver, TcpSender
+from models.workload_rr import LatencySample
+
+MSS = 1448
+
+
+def pair(env, out: list):
+    snd = TcpSender(env, 0, TcpParams(), mss_bytes=MSS, seg_max_bytes=MSS, sndbuf_bytes=65536,
+                    tso=False, src=1, dst=2, emit=out.append)
+    rcv = TcpReceiver(env, 0, TcpParams(), mss_bytes=MSS, rcvbuf_bytes=65536, src=1, dst=2,
+                      emit=out.append)
+    rcv.interactive = True
+    snd.ack_source = rcv.take_ack
+    return snd, rcv
+
+
+def request(seq: int = 0, n: int = 1, sent_s: float = 0.0) -> Burst:
+    return Burst(DATA, 0, n, 1, 1, 52, MSS, seq=seq, psh=True, sent_s=sent_s)
+
+
+def test_interactive_receiver_holds_the_ack_and_the_response_carries_it():
+    env, out = simpy.Environment(), []
+    snd, rcv = pair(env, out)
+    rcv.on_data(request(sent_s=0.0))
+    assert out == []                               # no ACK segment of its own
+    snd.write(1)                                   # the response
+    (resp,) = out
+    assert resp.kind == DATA and resp.payload_bytes == 1
+    assert resp.piggyback.kind == ACK and resp.piggyback.ack == 1
+    assert rcv.acks_piggybacked == 1
+    env.run(until=0.1)                             # past the 40 ms delayed-ACK timer
+    assert len(out) == 1                           # the timer was cancelled
+
+
+def test_held_ack_leaves_on_the_timer_without_a_response():
+    env, out = simpy.Environment(), []
+    _, rcv = pair(env, out)
+    rcv.on_data(request())
+    env.run(until=0.039)
+    assert out == []
+    env.run(until=0.041)
+    assert [(b.kind, b.ack) for b in out] == [(ACK, 1)]
+
+
+def test_bulk_receiver_still_acks_a_push_at_once():
+    env, out = simpy.Environment(), []
+    rcv = TcpReceiver(env, 0, TcpParams(), mss_bytes=MSS, rcvbuf_bytes=65536, src=1, dst=2,
+                      emit=out.append)
+    rcv.on_data(request())
+    assert [(b.kind, b.ack) for b in out] == [(ACK, 1)]
+
+
+def test_latency_sample_is_bounded_and_selects_by_time():
+    s = LatencySample(100)
+    for i in range(250):
+        s.add(t_s=float(i), latency_s=i / 1000)
+    assert s.count == 250 and len(s.t_s) == 100                   # nothing grew
+    assert np.array_equal(np.sort(s.since(200.0)), np.arange(200, 250) / 1000)
+    assert len(s.since(0.0)) == 100                               # only the kept ones
+
+
+@pytest.fixture(scope="module")
+def rr_runs(compose, run_one):
+    out = {}
+    for vnic in ("vmxnet2", "e1000"):
+        cfg = compose(["workload=tcp_rr", f"vnic={vnic}", "guest=win2003_64",
+                       "run.warmup_s=0.02", "run.measure_s=0.05"])
+        out[vnic] = run_one(cfg)
+    return out
+
+
+def test_one_transaction_in_flight_littles_law(rr_runs):
+    _, s, tables = rr_runs["vmxnet2"]
+    assert s["transactions_per_s"] > 0
+    # One session, one transaction in flight: mean latency x throughput = 1 (window edges: 1%).
+    assert s["rr_latency_mean_us"] * 1e-6 * s["transactions_per_s"] == pytest.approx(1, rel=0.01)
+    assert s["rr_latency_p50_us"] <= s["rr_latency_p90_us"] <= s["rr_latency_p99_us"]
+    assert len(tables["rr_sessions"]) == 1
+
+
+def test_acks_ride_on_data_two_frames_per_transaction(rr_runs):
+    _, s, _ = rr_runs["vmxnet2"]
+    # The host NIC sends one response and receives one request per transaction, nothing else.
+    assert s["wire_frames_per_s"] == pytest.approx(2 * s["transactions_per_s"], rel=0.01)
+
+
+def test_vmxnet_has_more_transactions_than_e1000_on_64bit(rr_runs):
+    # DEV-rr direction: e1000's exits (VM exits on a 64-bit guest) lengthen every transaction.
+    vm, e1 = rr_runs["vmxnet2"][1], rr_runs["e1000"][1]
+    assert vm["transactions_per_s"] > e1["transactions_per_s"]
+    assert vm["exits_per_s"] < e1["exits_per_s"]
