@@ -81,6 +81,8 @@ class Burst:
     retransmit: bool = False
     dst: int = 0            # destination endpoint id (VM index, or -1: the peer)
     src: int = 0            # source endpoint id (same numbering)
+    encap_bytes: int = 0    # tunnel headers per frame included in header_bytes (VXLAN: 50)
+    piggyback: "Burst | None" = None  # an ACK of the reverse direction riding on data (TCP_RR)
 
     @property
     def wire_bytes(self) -> int:
@@ -95,7 +97,7 @@ class Burst:
         """A shallow copy with ``changes`` (dataclasses.replace is several times slower)."""
         new = copy.copy(self)
         new.__dict__.update(changes)
-        if "frames" in changes or "payload_bytes" in changes:
+        if "frames" in changes or "payload_bytes" in changes or "header_bytes" in changes:
             new.__dict__.pop("_wire_bytes", None)
         return new
 

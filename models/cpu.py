@@ -6,8 +6,18 @@ context, an interrupt handler, a native process): it executes tasks of a given n
 one after another on the core it is placed on. Service time = cycles / clock x NUMA factor x
 jitter. When a core switches from one context to another it pays ``context_switch_cycles``
 (world switch plus cache refill): the cost that grows with consolidation.
-Left out: preemption inside a task, hyper-threading, frequency scaling, migration between cores
-after placement (placement is decided when the model is built).
+
+NUMA: sockets are NUMA nodes (``Core.node``). Every context has a *home*: the node (or nodes)
+whose memory its work touches (a NIC's buffers live on the card's node, a VM's memory on the
+node it was placed on). A task submitted with ``packets``/``n_bytes`` pays, for each home that
+is not the node of the core it runs on, ``remote_per_packet_cycles`` per packet and
+``remote_per_byte_cycles`` per byte (``NumaParams``): cache misses that cross the socket
+interconnect. The penalty is priced when the task starts, on the core it starts on.
+Migration: ``Context.move_to(core)`` re-places a context between two of its tasks, never inside
+one; a context arriving on a core where a task is running (even one that began on the
+single-context fast path) waits for it, so a core never runs two tasks at once.
+Left out: preemption inside a task, hyper-threading, frequency scaling, the cost of a migration
+itself (beyond the world switch it causes), memory bandwidth limits.
 Units: clock in Hz, work in cycles, time in seconds.
 """
 from __future__ import annotations
@@ -46,11 +56,39 @@ class CpuParams:
         return self.sockets * self.cores_per_socket
 
 
+@dataclass(frozen=True)
+class NumaParams:
+    """Remote-memory penalties and the node each NIC card hangs off.
+
+    Card ``c`` hangs off node ``(card_node + c * card_node_stride) mod sockets``: stride 0 puts
+    every card on one node, stride 1 deals them round the sockets. Penalties are zero on
+    front-side-bus (UMA) hosts, where every socket reaches memory through the same chipset.
+    """
+
+    remote_per_packet_cycles: float = 0.0
+    remote_per_byte_cycles: float = 0.0
+    card_node: int = 0
+    card_node_stride: int = 0
+
+    def __post_init__(self):
+        check(self.remote_per_packet_cycles >= 0, "remote_per_packet_cycles",
+              self.remote_per_packet_cycles, ">= 0")
+        check(self.remote_per_byte_cycles >= 0, "remote_per_byte_cycles",
+              self.remote_per_byte_cycles, ">= 0")
+        check(self.card_node >= 0, "card_node", self.card_node, ">= 0")
+        check(self.card_node_stride >= 0, "card_node_stride", self.card_node_stride, ">= 0")
+
+    def card_node_of(self, card: int, sockets: int) -> int:
+        return (self.card_node + card * self.card_node_stride) % sockets
+
+
 class Core:
     """One physical core: a resource of capacity 1 with busy-time accounting."""
 
-    def __init__(self, env: simpy.Environment, index: int, node: int, params: CpuParams):
+    def __init__(self, env: simpy.Environment, index: int, node: int, params: CpuParams,
+                 numa: NumaParams | None = None):
         self.env, self.index, self.node, self.params = env, index, node, params
+        self.numa = numa if numa is not None else NumaParams()
         self.name = f"core{index}"
         self.resource = simpy.Resource(env, capacity=1)
         self.busy_s = 0.0
@@ -58,6 +96,7 @@ class Core:
         self.n_contexts = 0  # contexts placed here; with one, no arbitration is needed
         self._last_context: "Context | None" = None
         self._busy_since: float | None = None
+        self._idle: simpy.Event | None = None
 
     def switch_cycles(self, ctx: "Context") -> float:
         """World-switch cost when ``ctx`` follows a different context on this core."""
@@ -75,6 +114,20 @@ class Core:
     def stop(self) -> None:
         self.busy_s += self.env.now - self._busy_since
         self._busy_since = None
+        if self._idle is not None:
+            idle, self._idle = self._idle, None
+            idle.succeed()
+
+    @property
+    def running(self) -> bool:
+        return self._busy_since is not None
+
+    def idle(self) -> simpy.Event:
+        """An event that fires when the task now running stops (a migrated-in context waits on
+        it: that task may have started on the fast path, without holding the resource)."""
+        if self._idle is None:
+            self._idle = self.env.event()
+        return self._idle
 
     def busy_time_s(self) -> float:
         """Busy time so far, including the task in service (exact at any instant)."""
@@ -85,47 +138,82 @@ class Core:
 class Cpu:
     """All cores of one host, grouped into NUMA nodes (one per socket)."""
 
-    def __init__(self, env: simpy.Environment, params: CpuParams):
+    def __init__(self, env: simpy.Environment, params: CpuParams, numa: NumaParams | None = None):
         self.params = params
-        self.cores = [Core(env, i, i // params.cores_per_socket, params)
+        self.numa = numa if numa is not None else NumaParams()
+        self.cores = [Core(env, i, i // params.cores_per_socket, params, self.numa)
                       for i in range(params.n_cores)]
 
     def core(self, index: int) -> Core:
         return self.cores[index % len(self.cores)]
 
+    def node_cores(self, node: int) -> list[Core]:
+        return [c for c in self.cores if c.node == node]
+
 
 class Context:
     """A serial worker placed on one core; ``execute(cycles)`` returns an event fired when done.
 
-    ``numa_factor`` multiplies service time when the context works on memory of another node.
+    ``home_node``: the node (or tuple of nodes) whose memory this context's work touches; by
+    default the node of the core it is first placed on. ``numa_factor`` multiplies service time
+    (a blunt alternative to the per-packet and per-byte penalty, 1 = none).
     """
 
     def __init__(self, env: simpy.Environment, name: str, core: Core, *,
-                 rng: np.random.Generator, numa_factor: float = 1.0):
+                 rng: np.random.Generator, numa_factor: float = 1.0, home=None):
         check(numa_factor >= 1.0, f"{name}.numa_factor", numa_factor, ">= 1")
         self.env, self.name, self.core, self.numa_factor = env, name, core, numa_factor
+        self.home_node = core.node if home is None else home
         self.busy_s = 0.0
         self.cycles = 0.0
+        self.remote_cycles = 0.0  # NUMA penalty paid so far (before jitter)
         self.tasks = 0
-        self._queue: deque[tuple[float, simpy.Event]] = deque()
+        self.moves = 0
+        self._queue: deque[tuple] = deque()
         self._wakeup: simpy.Event | None = None
         self._busy_since: float | None = None
+        self._move_to: Core | None = None
         self._jitter = _JitterStream(rng, core.params.jitter_cv)
         assert env.now == 0, "contexts are placed before the run starts"
         core.n_contexts += 1
         env.process(self._serve())
 
-    def execute(self, cycles: float) -> simpy.Event:
-        """Queue ``cycles`` of work; the returned event succeeds when they have run."""
+    def execute(self, cycles: float, packets: float = 0, n_bytes: float = 0,
+                home=None) -> simpy.Event:
+        """Queue ``cycles`` of work on ``packets`` packets and ``n_bytes`` bytes homed on
+        ``home`` (default: this context's home); the returned event succeeds when they have run.
+        The counts only price the NUMA penalty; ``cycles`` is the local cost."""
         done = self.env.event()
-        self._queue.append((cycles, done))
+        self._queue.append((cycles, packets, n_bytes, home, done))
         if self._wakeup is not None and not self._wakeup.triggered:
             self._wakeup.succeed()
         return done
 
-    def then(self, cycles: float, callback: Callable[[], None]) -> None:
-        """Run ``cycles`` of work, then call ``callback()``."""
-        self.execute(cycles).callbacks.append(lambda _ev: callback())
+    def then(self, cycles: float, callback: Callable[[], None], packets: float = 0,
+             n_bytes: float = 0, home=None) -> None:
+        """Run ``cycles`` of work (see ``execute``), then call ``callback()``."""
+        self.execute(cycles, packets, n_bytes, home).callbacks.append(lambda _ev: callback())
+
+    def remote_penalty_cycles(self, packets: float, n_bytes: float, home=None) -> float:
+        """NUMA penalty of touching ``packets``/``n_bytes`` homed on ``home`` (default: this
+        context's home) from the core it is on now: once per home node that is not that core's."""
+        homes = self.home_node if home is None else home
+        node = self.core.node
+        if isinstance(homes, tuple):
+            remote = sum(1 for h in homes if h != node)
+        else:
+            remote = 1 if homes != node else 0
+        if not remote:
+            return 0.0
+        numa = self.core.numa
+        return remote * (numa.remote_per_packet_cycles * packets
+                         + numa.remote_per_byte_cycles * n_bytes)
+
+    def move_to(self, core: Core) -> None:
+        """Re-place this context on ``core``: now if it is idle, else after its current task."""
+        self._move_to = core
+        if self._wakeup is not None:  # waiting for work: nothing is running or queued
+            self._apply_move()
 
     @property
     def backlog(self) -> int:
@@ -135,19 +223,38 @@ class Context:
         running = self.env.now - self._busy_since if self._busy_since is not None else 0.0
         return self.busy_s + running
 
+    def _apply_move(self) -> None:
+        new, self._move_to = self._move_to, None
+        if new is None or new is self.core:
+            return
+        self.core.n_contexts -= 1
+        new.n_contexts += 1
+        self.core = new
+        self.moves += 1
+
     def _serve(self):
-        env, core = self.env, self.core
+        env = self.env
         while True:
             if not self._queue:
                 self._wakeup = env.event()
                 yield self._wakeup
                 self._wakeup = None
-            cycles, done = self._queue.popleft()
+            if self._move_to is not None:  # between tasks: the only safe moment to move
+                self._apply_move()
+            core = self.core
+            cycles, packets, n_bytes, home, done = self._queue.popleft()
+            if packets or n_bytes:
+                remote = self.remote_penalty_cycles(packets, n_bytes, home)
+                self.remote_cycles += remote
+                cycles += remote
             if core.n_contexts == 1:  # a core of its own: no arbitration events needed
+                core._last_context = self  # so a context moving in later pays its switch
                 yield from self._run(cycles)
             else:
                 with core.resource.request() as req:
                     yield req
+                    if core.running:  # a fast-path task begun before this context arrived
+                        yield core.idle()
                     yield from self._run(cycles + core.switch_cycles(self))
             done.succeed()
 

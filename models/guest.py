@@ -5,9 +5,15 @@ Modelled: an OS stack profile prices, in cycles, each thing a TCP/IP stack does:
 per byte), the receive of data (per pass, per packet, per byte) and of ACKs, and the generation
 of ACK trains. ``StackHost`` owns the TCP endpoints of one machine and demultiplexes what its
 device delivers; a ``Vm`` is a StackHost whose device is a virtual NIC and whose processors are
-vCPU contexts (connection ``i`` runs on vCPU ``i mod n``; the vNIC interrupts vCPU 0). The peer
-(``models.peer``) is a StackHost on a native NIC.
-Left out: memory size, guest scheduling inside the VM, receive-side scaling inside the guest.
+vCPU contexts (connection ``i`` runs on vCPU ``i mod n``; vNIC receive queue ``q`` interrupts
+vCPU ``q mod n``). The peer (``models.peer``) is a StackHost on a native NIC.
+Receive-window behaviour is part of the OS profile: a stack without RFC 1323 window scaling
+(``window_scaling: false``, Windows Server 2003 as configured here) cannot advertise more than
+65535 bytes whatever its socket size, and a connection uses scaling only when both ends do.
+A VM is virtualized in hardware (``hw``: Intel VT, VM exits) or by binary translation (``bt``:
+32-bit guests on the sources' hosts); the hypervisor prices a register access for that mode.
+Left out: memory size, guest scheduling inside the VM, binary translation's slow-down of guest
+kernel code other than device accesses.
 Units: cycles, bytes.
 """
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from models.base import ACK, DATA, Burst, CycleCost, check
+from models import units
+from models.base import ACK, DATA, UDP, Burst, CycleCost, check
 from models.cpu import Context
 from models.tcp import TcpParams, TcpReceiver, TcpSender
 from models.vnic import VirtualNic
@@ -36,6 +43,14 @@ class OsStackParams:
     rx_data: CycleCost = field(default_factory=lambda: CycleCost(0.0, 4000.0, 0.0))
     rx_ack: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1500.0, 0.0))
     tx_ack: CycleCost = field(default_factory=lambda: CycleCost(800.0, 1200.0, 0.0))
+    # One UDP datagram in (IP, UDP, socket lookup and enqueue): ~2.5K cycles, less than a TCP
+    # data packet (no ACK clock, no reassembly queue). Prior, not fitted.
+    rx_udp: CycleCost = field(default_factory=lambda: CycleCost(0.0, 2500.0, 0.0))
+    window_scaling: bool = True  # RFC 1323 window scale option (False: window <= 65535 bytes)
+
+    def max_window_bytes(self, peer_scales: bool = True) -> int | None:
+        """The largest window a receiver may advertise (None: its socket size)."""
+        return None if self.window_scaling and peer_scales else units.TCP_MAX_UNSCALED_WINDOW_BYTES
 
 
 class StackHost:
@@ -47,6 +62,7 @@ class StackHost:
         self.endpoint = endpoint  # the id bursts carry in src/dst: a VM's index, -1 for a peer
         self.senders: dict[int, TcpSender] = {}
         self.receivers: dict[int, TcpReceiver] = {}
+        self.udp_sockets: dict = {}  # flow -> a bound UDP socket (``on_data(burst)``)
         self.frames_delivered = 0  # frames that reached this host's stack (for loss ratios)
 
     # -- what a subclass provides --------------------------------------------------------
@@ -71,10 +87,12 @@ class StackHost:
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s
 
-    def open_receiver(self, flow: int, dst: int, *, mss_bytes: int,
-                      rcvbuf_bytes: int) -> TcpReceiver:
+    def open_receiver(self, flow: int, dst: int, *, mss_bytes: int, rcvbuf_bytes: int,
+                      peer_scales: bool = True) -> TcpReceiver:
+        """``peer_scales``: whether the other end does window scaling (both must)."""
         r = TcpReceiver(self.env, flow, self.tcp, mss_bytes=mss_bytes, rcvbuf_bytes=rcvbuf_bytes,
-                        src=self.endpoint, dst=dst, emit=self._emit)
+                        src=self.endpoint, dst=dst, emit=self._emit,
+                        max_window_bytes=self.stack.max_window_bytes(peer_scales))
         self.receivers[flow] = r
         self.app_context(flow)
         return r
@@ -92,12 +110,19 @@ class StackHost:
         data_pk = sum(b.packets for b in batch if b.kind == DATA)
         data_b = sum(b.payload_bytes for b in batch if b.kind == DATA)
         ack_pk = sum(b.packets for b in batch if b.kind == ACK)
+        udp_pk = sum(b.packets for b in batch if b.kind == UDP)
+        udp_b = sum(b.payload_bytes for b in batch if b.kind == UDP)
         return (self.stack.rx_data.cycles(data_pk, data_b, 1 if data_pk else 0)
-                + self.stack.rx_ack.cycles(ack_pk, 0, 0))
+                + self.stack.rx_ack.cycles(ack_pk, 0, 0)
+                + self.stack.rx_udp.cycles(udp_pk, udp_b, 1 if udp_pk else 0))
 
     def deliver(self, batch: list[Burst]) -> None:
         for burst in batch:
             self.frames_delivered += burst.frames
+            if burst.piggyback is not None:  # an ACK riding on data (TCP_RR): ACK first
+                sender = self.senders.get(burst.flow)
+                if sender is not None:
+                    sender.on_ack(burst.piggyback)
             if burst.kind == ACK:
                 sender = self.senders.get(burst.flow)
                 if sender is not None:
@@ -106,17 +131,28 @@ class StackHost:
                 receiver = self.receivers.get(burst.flow)
                 if receiver is not None:
                     receiver.on_data(burst)
+            elif burst.kind == UDP:
+                sock = self.udp_sockets.get(burst.flow)
+                if sock is not None:
+                    sock.on_data(burst)
+
+
+VIRTUALIZATION_MODES = ("hw", "bt")
 
 
 @dataclass(frozen=True)
 class GuestParams:
-    """A VM's size and the OS stack it runs."""
+    """A VM's size, how it is virtualized, its driver's LRO support and the OS stack it runs."""
 
     vcpus: int = 1
+    virtualization: str = "hw"  # hw: hardware-assisted (VM exits); bt: binary translation
+    lro: bool = False           # the guest's vNIC driver takes LRO aggregates (Linux vmxnet3)
     stack: OsStackParams = field(default_factory=OsStackParams)
 
     def __post_init__(self):
         check(1 <= self.vcpus <= 64, "vcpus", self.vcpus, "in 1..64")
+        check(self.virtualization in VIRTUALIZATION_MODES, "virtualization",
+              self.virtualization, f"one of {VIRTUALIZATION_MODES}")
 
 
 class Vm(StackHost):
@@ -132,6 +168,7 @@ class Vm(StackHost):
         self.vnic = vnic
         vnic.guest_rx_cost = self.rx_cycles
         vnic.guest_rx_deliver = self.deliver
+        vnic.guest_lro = self.params.lro
 
     @property
     def tso(self) -> bool:
@@ -142,4 +179,5 @@ class Vm(StackHost):
 
     def send_down(self, burst: Burst, cycles: float) -> None:
         cycles += self.vnic.tx_guest_cycles(burst)
-        self.app_context(burst.flow).then(cycles, lambda: self.vnic.guest_send(burst))
+        self.app_context(burst.flow).then(cycles, lambda: self.vnic.guest_send(burst),
+                                          packets=burst.packets, n_bytes=burst.payload_bytes)

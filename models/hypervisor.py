@@ -1,24 +1,158 @@
-"""Hypervisor profile: the uplink NIC driver's costs and the virtual switch it runs.
+"""Hypervisor profile: one generation's features and prices, and its receive path per NIC port.
 
-Modelled: the cycles the hypervisor's physical-NIC driver spends per interrupt, per packet and per
-byte on receive (``driver_rx``, charged in the NIC's handler context together with the vswitch and
-the vNIC backend) and per packet on transmit (``driver_tx``, charged in the VM's networking
-context with the vswitch and the backend), and the vswitch parameters.
-Left out (next models): generations' feature sets, software LRO, native vs Linux-compat drivers,
-several networking contexts per vNIC.
-Units: cycles.
+Modelled:
+- Features of the generation (``HypervisorFeatures``): NetQueue (VMDq sorting), the vmxnet3
+  device, software LRO, several hardware queues into one vNIC (vmxnet3 RSS, vSphere 6.0).
+- The physical-NIC driver: ``driver_rx`` per interrupt / frame / byte, charged in the NIC
+  vector's context, and ``driver_tx`` per packet, charged in the VM's networking context. A
+  ``linux_compat`` driver (vmklinux: a Linux driver run through a shim) also pays ``compat_rx``
+  / ``compat_tx`` per packet for converting between the Linux socket buffer and the
+  hypervisor's packet handle; a ``native`` driver (vSphere 6.0's Mellanox driver) does not
+  (claim V6-driver: "Native APIs remove the extra CPU overheads of data structure conversion").
+- Software LRO (``HypervisorRx``): after the driver, consecutive data frames of a flow in one
+  poll are merged into aggregates of up to ``software_lro_max_bytes`` for vNICs whose device and
+  guest take them; the driver pays per frame (per packet the NIC delivers: a hardware-LRO
+  aggregate is one), the vswitch and the vNIC backend per aggregate,
+  and the guest per aggregate (claim G80-rx-pps: 800K frames/s become ~240K packets/s).
+- The price of one guest register access that leaves the guest: ``vm_exit_cycles`` under
+  hardware virtualization (a VM exit, the emulation and the VM entry), ``bt_trap_cycles`` under
+  binary translation (the translated access calls the emulation without a hardware exit).
+- ``tx_contexts_per_vnic``: how many networking contexts serve one vNIC's transmit queues.
+Left out: Dynamic NetQueue (queue counts are fixed per run), the vmklinux shim's locking,
+generation-specific vswitch costs (every generation uses the same vswitch prices unless its
+profile says otherwise).
+Units: cycles, bytes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
-from models.base import CycleCost
-from models.vswitch import VswitchParams
+from models.base import DATA, Burst, CycleCost, check
+from models.vswitch import Vswitch, VswitchParams
+
+DRIVER_KINDS = ("linux_compat", "native")
+VIRTUALIZATION_MODES = ("hw", "bt")
+
+
+@dataclass(frozen=True)
+class HypervisorFeatures:
+    """What a hypervisor generation can do (the experiments' configs are checked against it)."""
+
+    netqueue: bool = True        # VMDq / NetQueue receive queues per VM (ESX 3.5 on)
+    vmxnet3: bool = False        # the vmxnet3 device (ESX 4.0 on)
+    software_lro: bool = False   # LRO in the hypervisor for vNICs that take aggregates
+    vnic_rss: bool = False       # several hardware queues into one vNIC (vSphere 6.0)
+    split_rx_mode: bool = False  # multicast copies split across contexts (vSphere 5.0)
+    vxlan: bool = False          # VXLAN tunnel endpoints in the vswitch (vSphere 5.1)
 
 
 @dataclass(frozen=True)
 class HypervisorParams:
     name: str = "esx35"
+    features: HypervisorFeatures = field(default_factory=HypervisorFeatures)
+    driver_kind: str = "linux_compat"
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 700.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 700.0, 0.0))
+    compat_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
+    compat_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 300.0, 0.0))
+    software_lro_max_bytes: int = 32000
+    vm_exit_cycles: float = 4000.0
+    bt_trap_cycles: float = 1500.0
+    tx_contexts_per_vnic: int = 1
     vswitch: VswitchParams = field(default_factory=VswitchParams)
+
+    def __post_init__(self):
+        check(self.driver_kind in DRIVER_KINDS, "driver_kind", self.driver_kind,
+              f"one of {DRIVER_KINDS}")
+        check(1500 <= self.software_lro_max_bytes <= 65535, "software_lro_max_bytes",
+              self.software_lro_max_bytes, "in 1500..65535 (an IP packet)")
+        check(self.vm_exit_cycles >= 0, "vm_exit_cycles", self.vm_exit_cycles, ">= 0")
+        check(self.bt_trap_cycles >= 0, "bt_trap_cycles", self.bt_trap_cycles, ">= 0")
+        check(1 <= self.tx_contexts_per_vnic <= 64, "tx_contexts_per_vnic",
+              self.tx_contexts_per_vnic, "in 1..64")
+
+    def exit_cycles(self, virtualization: str) -> float:
+        """Price of one guest register access that leaves the guest, for the guest's mode."""
+        check(virtualization in VIRTUALIZATION_MODES, "guest.virtualization", virtualization,
+              f"one of {VIRTUALIZATION_MODES}")
+        return self.vm_exit_cycles if virtualization == "hw" else self.bt_trap_cycles
+
+    def rx_driver_cycles(self, packets: int, n_bytes: int, interrupts: int) -> float:
+        """Uplink driver receive cost (compat shim included for a Linux-compat driver)."""
+        cycles = self.driver_rx.cycles(packets, n_bytes, interrupts)
+        if self.driver_kind == "linux_compat":
+            cycles += self.compat_rx.cycles(packets, n_bytes, 0)
+        return cycles
+
+    def tx_driver_cycles(self, packets: int, n_bytes: int) -> float:
+        """Uplink driver transmit cost per batch (compat shim included for Linux-compat)."""
+        cycles = self.driver_tx.cycles(packets, n_bytes, 0)
+        if self.driver_kind == "linux_compat":
+            cycles += self.compat_tx.cycles(packets, n_bytes, 0)
+        return cycles
+
+
+def software_lro(batch: list[Burst], max_bytes: int,
+                 takes_aggregates: Callable[[int], bool]) -> list[Burst]:
+    """The batch after software LRO: data bursts for vNICs that take aggregates are merged
+    into aggregates of up to ``max_bytes`` (a burst is consecutive frames of one flow)."""
+    return [b.aggregated(max_bytes)
+            if b.kind == DATA and b.packets == b.frames > 1 and takes_aggregates(b.dst) else b
+            for b in batch]
+
+
+class HypervisorRx:
+    """The hypervisor's receive path for one NIC port: what a vector's handler pays and does.
+
+    ::
+
+        NIC RX queue --batch of frames--> driver (per frame) --software LRO--> vswitch
+            (per packet) --> vNIC backend (per packet, per destination vNIC) --> vNIC RX rings
+
+    ``vnics[i]`` is VM ``i``'s vNIC (None for a VM on another port).
+    """
+
+    def __init__(self, params: HypervisorParams, vswitch: Vswitch, vnics: list):
+        self.params, self.vswitch, self.vnics = params, vswitch, vnics
+        self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
+        self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
+
+    def _vnic(self, dst: int):
+        return self.vnics[dst] if 0 <= dst < len(self.vnics) else None
+
+    def _takes_aggregates(self, dst: int) -> bool:
+        vnic = self._vnic(dst)
+        return vnic is not None and vnic.takes_aggregates
+
+    def _switched(self, batch: list[Burst]) -> list[Burst]:
+        if not self.params.features.software_lro:
+            return batch
+        return software_lro(batch, self.params.software_lro_max_bytes, self._takes_aggregates)
+
+    def cost(self, batch: list[Burst], is_interrupt: bool) -> float:
+        """Cycles for one poll of ``batch``: the driver per packet the NIC delivered (a frame,
+        or a hardware-LRO aggregate), the rest per packet after software LRO."""
+        nic_packets = sum(b.packets for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        cycles = self.params.rx_driver_cycles(nic_packets, n_bytes, int(is_interrupt))
+        switched = self._switched(batch)
+        packets = sum(b.packets for b in switched)
+        cycles += self.vswitch.cycles(packets, n_bytes)
+        cycles += self.vswitch.rx_extra_cycles(batch)  # VXLAN decap, multicast copies
+        by_dst: dict[int, list[int]] = {}
+        for b in switched:
+            if self._vnic(b.dst) is not None:
+                acc = by_dst.setdefault(b.dst, [0, 0])
+                acc[0] += b.packets
+                acc[1] += b.payload_bytes
+        for dst, (p, nb) in by_dst.items():
+            cycles += self.vnics[dst].rx_backend_cycles(p, nb)
+        return cycles
+
+    def deliver(self, batch: list[Burst]) -> None:
+        """After the handler's cycles: aggregate (the same way ``cost`` did) and switch."""
+        switched = self._switched(batch)
+        self.driver_packets += sum(b.packets for b in batch)
+        self.switched_packets += sum(b.packets for b in switched)
+        self.vswitch.receive(switched)

@@ -17,7 +17,11 @@ Modelled:
   passes the batch up; it polls again before re-enabling the interrupt (NAPI).
 - Hardware LRO (``lro``): received data frames of a flow are merged into aggregates of up to
   ``lro_max_bytes`` before the host sees them (per-packet costs then apply per aggregate).
-Left out: PCIe DMA (``models.pcie``), pause frames, flow director.
+- PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
+  of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
+  into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
+  bus is ideal (the peer's NIC).
+Left out: pause frames, flow director.
 Units: slots, bytes, cycles.
 """
 from __future__ import annotations
@@ -29,8 +33,9 @@ from typing import Callable
 import simpy
 
 from models.base import Burst, Ring, Stats, check
-from models.coalescing import CoalescingParams, Coalescer
+from models.coalescing import CoalescingParams, make_coalescer
 from models.cpu import Context
+from models.pcie import PcieLink, RxDma, TxDma
 from models.wire import Link, LinkParams
 
 RX_SORTS = ("single", "vmdq", "rss")
@@ -48,6 +53,8 @@ class NicParams:
     tso_max_bytes: int = 65536
     lro: bool = False
     lro_max_bytes: int = 65536
+    rx_fifo_bytes: int = 524288  # on-card packet buffers (82598/82599: 512 KB RX, 160 KB TX)
+    tx_fifo_bytes: int = 163840
     coalescing: CoalescingParams = field(default_factory=CoalescingParams)
 
     def __post_init__(self):
@@ -60,6 +67,8 @@ class NicParams:
               "in 1500..262144")
         check(1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes", self.lro_max_bytes,
               "in 1500..262144")
+        check(self.rx_fifo_bytes >= 2048, "rx_fifo_bytes", self.rx_fifo_bytes, ">= 2048")
+        check(self.tx_fifo_bytes >= 2048, "tx_fifo_bytes", self.tx_fifo_bytes, ">= 2048")
 
 
 RxCost = Callable[[list[Burst], bool], float]  # (batch, is_interrupt) -> cycles
@@ -75,7 +84,7 @@ class RxQueue:
         self.name = name
         self.ring = Ring(f"{name}.rx_ring", params.rx_ring_slots, stats, unit="frames",
                          drop_reason="rx_ring_full")
-        self.coalescer = Coalescer(env, params.coalescing, self._interrupt)
+        self.coalescer = make_coalescer(env, params.coalescing, self._interrupt)
         self.context: Context | None = None
         self.cost: RxCost = lambda batch, irq: 0.0
         self.deliver: Callable[[list[Burst]], None] = lambda batch: None
@@ -98,7 +107,11 @@ class RxQueue:
             return
         self._polling = True
         self.polls += 1
-        self.context.then(self.cost(batch, is_interrupt), lambda: self._done(batch))
+        frames, n_bytes = sum(b.frames for b in batch), sum(b.ip_bytes for b in batch)
+        self.coalescer.account(frames, n_bytes)
+        # NUMA: the handler reads frames in buffers homed on the card's node (its home).
+        self.context.then(self.cost(batch, is_interrupt), lambda: self._done(batch),
+                          packets=frames, n_bytes=n_bytes)
 
     def _done(self, batch: list[Burst]) -> None:
         self.ring.release(batch)
@@ -110,8 +123,8 @@ class NicPort:
     """One port of a NIC: its link out, its TX queues, its RX queues."""
 
     def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats,
-                 rss_salt: int = 0):
-        self.env, self.name, self.params = env, name, params
+                 rss_salt: int = 0, pcie: PcieLink | None = None):
+        self.env, self.name, self.params, self.pcie = env, name, params, pcie
         self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)
         self.tx_queues = [Ring(f"{name}.txq{k}.tx_ring", params.tx_ring_slots, stats,
                                unit="packets", drop_reason="tx_ring_full")
@@ -123,6 +136,11 @@ class NicPort:
         self.tx_wire_bytes = self.rx_wire_bytes = 0
         self._rr = 0
         self._tx_wakeup: simpy.Event | None = None
+        self.rx_dma = self.tx_dma = None
+        if pcie is not None:
+            self.rx_dma = RxDma(env, name, pcie, params.rx_fifo_bytes, params.link.line_rate_gbps,
+                                stats)
+            self.tx_dma = TxDma(env, self, pcie, params.tx_fifo_bytes)
         env.process(self._tx_loop())
 
     # -- transmit -------------------------------------------------------------------------
@@ -157,12 +175,19 @@ class NicPort:
                 yield self._tx_wakeup
                 self._tx_wakeup = None
                 continue
+            if self.tx_dma is not None:  # fetched over PCIe; the DMA stage feeds the wire
+                yield from self.tx_dma.fetch(q)
+                continue
             burst = q.claim()
             yield self.tx_link.transmit(burst)
-            self.tx_packets += burst.packets
-            self.tx_frames += burst.frames
-            self.tx_wire_bytes += burst.wire_bytes
-            q.release([burst])
+            self.tx_done(q, burst)
+
+    def tx_done(self, q: Ring, burst: Burst) -> None:
+        """``burst`` has left on the wire: count it and free its descriptor."""
+        self.tx_packets += burst.packets
+        self.tx_frames += burst.frames
+        self.tx_wire_bytes += burst.wire_bytes
+        q.release([burst])
 
     # -- receive --------------------------------------------------------------------------
     def rx_queue_index(self, burst: Burst) -> int:
@@ -179,7 +204,11 @@ class NicPort:
         self.rx_wire_bytes += burst.wire_bytes
         if self.params.lro:
             burst = burst.aggregated(self.params.lro_max_bytes)
-        self.rx_queues[self.rx_queue_index(burst)].receive(burst)
+        q = self.rx_queues[self.rx_queue_index(burst)]
+        if self.rx_dma is not None:
+            self.rx_dma.receive(burst, q)
+        else:
+            q.receive(burst)
 
     def wire_rx(self, context: Context | list[Context], cost: RxCost,
                 deliver: Callable[[list[Burst]], None]) -> None:

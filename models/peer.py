@@ -7,6 +7,9 @@ and segment output) runs on its own core, round-robin over cores 1..n-1. It can 
 bottleneck, as in the sources (claim E35-client-limit).
 LRO (``lro_max_bytes``) merges received data frames before the stack, so the stack pays per
 aggregate while the driver pays per frame.
+VXLAN: with a ``vtep`` (set by the builder when the vswitch tunnels) the peer is the other tunnel
+endpoint: it encapsulates what it sends and pays the same encapsulation and decapsulation cycles
+as the host (``models.vxlan``).
 Left out: the client's own PCIe and NUMA, receive-side scaling on the client, its qdisc (a full
 TX ring drops, reason ``tx_ring_full``; the default ring is large enough that TCP never fills it).
 Units: cycles, bytes.
@@ -56,6 +59,7 @@ class PeerHost(StackHost):
         self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng)
         self._apps: dict[int, Context] = {}
         self._rng = rng
+        self.vtep = None  # a models.vxlan.Vtep when the peer is the other VXLAN tunnel endpoint
         self.nic.wire_rx(self.irq, self._rx_cost, self.deliver)
 
     @property
@@ -76,10 +80,19 @@ class PeerHost(StackHost):
         """Driver per frame; the stack per packet (an LRO aggregate when LRO is on)."""
         frames = sum(b.frames for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
-        return self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
+        cycles = self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
             self.rx_cycles(batch)
+        if self.vtep is not None:
+            tunnelled = [b for b in batch if b.encap_bytes]
+            cycles += self.vtep.rx_cycles(sum(b.frames for b in tunnelled),
+                                          sum(b.payload_bytes for b in tunnelled))
+        return cycles
 
     def send_down(self, burst: Burst, cycles: float) -> None:
+        if self.vtep is not None:  # the other tunnel endpoint: same work as the host's
+            cycles += self.vtep.tx_cycles(burst.packets, burst.payload_bytes)
+            burst = self.vtep.encap(burst)
         cycles += self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0)
         ctx = self.irq if burst.kind == ACK else self.app_context(burst.flow)
-        ctx.then(cycles, lambda: self.nic.send(burst))
+        ctx.then(cycles, lambda: self.nic.send(burst), packets=burst.packets,
+                 n_bytes=burst.payload_bytes)

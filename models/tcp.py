@@ -7,13 +7,20 @@ Modelled:
   ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
   the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
   exponential back-off, and a window probe when the peer's window is closed.
-- Receiver: receive buffer (``rcvbuf_bytes``) whose free space is the advertised window, one ACK
-  per ``ack_every_frames`` full frames, an immediate ACK for a pushed burst (PSH), for data out of
-  order and for a filled hole, a delayed-ACK timer for the rest, window updates after reads.
+- Receiver: receive buffer (``rcvbuf_bytes``) whose free space is the advertised window (at
+  most ``max_window_bytes``: 65535 without window scaling), one ACK per ``ack_every_frames``
+  full frames, but at most one per segment the stack receives (an LRO aggregate of many frames
+  is one segment: Linux ACKs it once, as more than one MSS arrived), an immediate ACK for a
+  pushed burst (PSH), for data out of order and for a filled hole, a delayed-ACK timer for the
+  rest, window updates after reads.
+- Piggy-backing (request/response traffic): a receiver in ``interactive`` mode does not ACK a
+  pushed burst at once but holds the ACK for the delayed-ACK time; the sender of the reverse
+  direction on the same host takes it (``ack_source``) and carries it on its next data burst
+  (``Burst.piggyback``), as TCP's ACK field does on every segment.
 - RTT: sampled by the sender from the echoed send time of the segment that triggered each ACK
   (the timestamp option), so it is whatever the pipeline's delays make it.
-Left out: SACK scoreboard beyond the first hole, window scaling limits, PAWS, ECN, Nagle/delayed
-ACK interactions beyond the PSH rule; the socket size *is* the window (no Linux doubling).
+Left out: SACK scoreboard beyond the first hole, PAWS, ECN, Nagle/delayed ACK interactions
+beyond the PSH rule; the socket size *is* the window (no Linux doubling).
 Units: bytes, frames, seconds.
 """
 from __future__ import annotations
@@ -72,6 +79,8 @@ class TcpSender:
         self.retransmits = self.timeouts = 0
         self.rtt_sum_s, self.rtt_samples = 0.0, 0
         self._space_waiter: tuple[int, simpy.Event] | None = None
+        # The held ACK of the reverse direction, taken when a data burst leaves (piggy-back).
+        self.ack_source: Callable[[], Burst | None] | None = None
         env.process(self._timer())
 
     # -- application side -------------------------------------------------------------------
@@ -114,7 +123,8 @@ class TcpSender:
         frames = units.frames_for_payload(size, self.mss)
         burst = Burst(DATA, self.flow, size, frames, 1 if self.tso else frames, self.header_bytes,
                       self.mss, seq=seq, psh=psh, sent_s=self.env.now, retransmit=retransmit,
-                      dst=self.dst, src=self.src)
+                      dst=self.dst, src=self.src,
+                      piggyback=self.ack_source() if self.ack_source is not None else None)
         if self.rto_deadline is None:
             self.rto_deadline = self.env.now + self.rto_s
         self.emit(burst)
@@ -218,9 +228,15 @@ class TcpReceiver:
     """The receiving half of a connection. ``emit(burst)`` hands ACK trains to the stack below."""
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
-                 rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None]):
+                 rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None],
+                 max_window_bytes: int | None = None):
         check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
+        check(max_window_bytes is None or max_window_bytes >= mss_bytes, "max_window_bytes",
+              max_window_bytes, f"None or >= one MSS ({mss_bytes} bytes)")
+        self.max_window = rcvbuf_bytes if max_window_bytes is None else \
+            min(rcvbuf_bytes, max_window_bytes)
+        self.interactive = False  # hold the ACK of a pushed burst for a piggy-back
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
         self.src, self.dst = src, dst
         self.mss, self.rcvbuf = mss_bytes, rcvbuf_bytes
@@ -231,10 +247,11 @@ class TcpReceiver:
         self._unacked_frames = 0
         self._last_echo = -1.0
         self._delack_gen = 0
-        self._last_right_edge = rcvbuf_bytes
+        self._last_right_edge = self.max_window
         self._reader: simpy.Event | None = None
         self.bytes_read = 0
         self.acks_sent = 0
+        self.acks_piggybacked = 0
 
     @property
     def readable(self) -> int:
@@ -242,7 +259,7 @@ class TcpReceiver:
 
     def window(self) -> int:
         ooo = sum(e - s for s, e in self._ooo_ends.items())
-        return max(0, self.rcvbuf - self.readable - ooo)
+        return max(0, min(self.max_window, self.rcvbuf - self.readable - ooo))
 
     def on_data(self, burst: Burst) -> None:
         start, end = burst.seq, burst.seq + burst.payload_bytes
@@ -255,7 +272,9 @@ class TcpReceiver:
             self._last_echo = burst.sent_s
             self._unacked_frames += burst.frames
             n = self._unacked_frames // self.params.ack_every_frames
-            if burst.psh or had_hole:
+            if burst.packets < burst.frames:  # LRO aggregates: the stack sees one segment each
+                n = min(n, burst.packets)
+            if had_hole or (burst.psh and not (self.interactive and n == 0)):
                 n, self._unacked_frames = max(n, 1), 0
             else:
                 self._unacked_frames %= self.params.ack_every_frames
@@ -281,14 +300,26 @@ class TcpReceiver:
             self._ooo_ends[start] = end
 
     def _ack(self, n: int, dup: bool, echo: float) -> None:
+        self.acks_sent += n
+        self.emit(self._ack_burst(n, dup, echo))
+
+    def _ack_burst(self, n: int, dup: bool, echo: float) -> Burst:
         self._delack_gen += 1
         wnd = self.window()
         self._last_right_edge = self.rcv_nxt + wnd
         sack_edge = self._ooo_starts[0] if self._ooo_starts else 0
-        self.acks_sent += n
-        self.emit(Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
-                        window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
-                        echo_s=echo, dst=self.dst, src=self.src))
+        return Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
+                     window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
+                     echo_s=echo, dst=self.dst, src=self.src)
+
+    def take_ack(self) -> Burst | None:
+        """The held ACK, for the reverse direction's next data burst to carry (None: nothing
+        unacknowledged). Cancels the delayed-ACK timer."""
+        if not self._unacked_frames:
+            return None
+        self._unacked_frames = 0
+        self.acks_piggybacked += 1
+        return self._ack_burst(1, dup=False, echo=self._last_echo)
 
     def _arm_delack(self) -> None:
         gen = self._delack_gen

@@ -24,7 +24,14 @@ ETH_MIN_FRAME_BYTES = 64  # header + payload + FCS, padded up to this
 IP_HEADER_BYTES = 20
 TCP_HEADER_BYTES = 20
 TCP_TIMESTAMP_OPTION_BYTES = 12
+# The TCP header's 16-bit window field: the largest window without RFC 1323 window scaling.
+TCP_MAX_UNSCALED_WINDOW_BYTES = 65535
 UDP_HEADER_BYTES = 8
+# VXLAN (RFC 7348) adds, per frame, an outer IPv4 header (20), an outer UDP header (8) and the
+# VXLAN header (8) around the inner Ethernet frame, whose 14-byte header then travels as payload
+# (the outer Ethernet header and FCS replace the inner ones on the wire): 50 bytes in all.
+VXLAN_HEADER_BYTES = 8
+VXLAN_OVERHEAD_BYTES = IP_HEADER_BYTES + UDP_HEADER_BYTES + VXLAN_HEADER_BYTES + ETH_HEADER_BYTES
 
 
 def ns_to_s(ns: float) -> float:
@@ -49,6 +56,10 @@ def bytes_to_bits(n_bytes: float) -> float:
 
 def gbps_to_bytes_per_s(gbps: float) -> float:
     return gbps * 1e9 / BITS_PER_BYTE
+
+
+def mbps_to_bytes_per_s(mbps: float) -> float:
+    return mbps * 1e6 / BITS_PER_BYTE
 
 
 def bytes_per_s_to_gbps(bytes_per_s: float) -> float:
@@ -80,6 +91,11 @@ def frame_wire_bytes(ip_packet_bytes: int) -> int:
     return l2 + ETH_PREAMBLE_SFD_BYTES + ETH_IFG_BYTES
 
 
+def vxlan_frame_wire_bytes(inner_ip_packet_bytes: int) -> int:
+    """Wire bytes of one VXLAN-encapsulated frame carrying an inner IP packet (1588 for 1500)."""
+    return frame_wire_bytes(inner_ip_packet_bytes + VXLAN_OVERHEAD_BYTES)
+
+
 def frames_for_payload(payload_bytes: int, frame_payload_bytes: int) -> int:
     """Frames needed to carry ``payload_bytes`` (at least one: a pure ACK is a frame)."""
     return max(1, math.ceil(payload_bytes / frame_payload_bytes))
@@ -100,3 +116,32 @@ def burst_wire_bytes(payload_bytes: int, frames: int, header_bytes: int, frame_p
 def line_rate_goodput_gbps(line_rate_gbps: float, mtu_bytes: int, timestamps: bool) -> float:
     """Best TCP goodput on a link: MSS / (MTU + framing) of the line rate (9.41 at 1500 + TS)."""
     return line_rate_gbps * mss_bytes(mtu_bytes, timestamps) / (mtu_bytes + ETH_FRAMING_BYTES)
+
+
+# PCI Express (PCI-SIG base specifications 1.1-5.0): transfer rate per lane in GT/s by
+# generation; gens 1-2 encode 8b/10b (80% of the bits carry data), gens 3-5 128b/130b.
+PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0}
+PCIX_BUS_WIDTH_BITS = 64
+
+
+def pcie_encoding_efficiency(gen: int) -> float:
+    return 8 / 10 if gen <= 2 else 128 / 130
+
+
+def pcie_link_gbps(gen: int, lanes: int) -> float:
+    """Data bits per second of one direction of a PCIe link, after line encoding and before
+    TLP overhead (Gen2 x8: 32 Gbps; Gen3 x8: 63.0 Gbps)."""
+    return PCIE_GT_PER_S[gen] * lanes * pcie_encoding_efficiency(gen)
+
+
+def pcix_bus_gbps(clock_mhz: float) -> float:
+    """Raw bandwidth of a 64-bit PCI-X bus, shared by both directions (266 MHz: 17.0 Gbps)."""
+    return clock_mhz * 1e6 * PCIX_BUS_WIDTH_BITS / 1e9
+
+
+def tlp_bytes(payload_bytes: float, max_payload_bytes: int, overhead_bytes: int) -> float:
+    """Link bytes of a transfer of ``payload_bytes`` cut into TLPs of at most
+    ``max_payload_bytes``, each carrying ``overhead_bytes`` of header, framing and CRC."""
+    if payload_bytes <= 0:
+        return 0.0
+    return payload_bytes + math.ceil(payload_bytes / max_payload_bytes) * overhead_bytes

@@ -7,7 +7,12 @@ Transmit to the uplink goes straight into the NIC TX ring when it has room; othe
 pending-TX queue of ``pending_tx_limit_packets`` (200 in ESX by default, 500 in 000's multi-VM
 runs); a packet that finds that queue full is dropped (reason ``pending_tx_full``). Freed NIC
 slots drain the pending queue in FIFO order.
-Left out: VLANs, multicast replication, VXLAN, several uplinks (later models).
+Multicast: bursts addressed to a group (``models.replication``) are copied to every member
+port, in the receiving context or split across the members' contexts (``multicast``).
+VXLAN: with ``vxlan.enabled`` the uplink side is a tunnel endpoint (``models.vxlan``): bursts
+leaving through the uplink are encapsulated, bursts arriving are decapsulated, and both cost
+cycles in the context that runs the vswitch (``tx_cycles``, ``rx_extra_cycles``).
+Left out: VLANs, several uplinks.
 Units: cycles, packets.
 """
 from __future__ import annotations
@@ -17,12 +22,16 @@ from typing import Callable
 
 from models.base import Burst, CycleCost, Ring, Stats, check
 from models.nic import NicPort
+from models.replication import ReplicationParams, Replicator, is_group
+from models.vxlan import Vtep, VxlanParams
 
 
 @dataclass(frozen=True)
 class VswitchParams:
     cost: CycleCost = field(default_factory=lambda: CycleCost(0.0, 600.0, 0.0))
     pending_tx_limit_packets: int = 200
+    multicast: ReplicationParams = field(default_factory=ReplicationParams)
+    vxlan: VxlanParams = field(default_factory=VxlanParams)
 
     def __post_init__(self):
         check(self.pending_tx_limit_packets >= 1, "pending_tx_limit_packets",
@@ -32,8 +41,12 @@ class VswitchParams:
 class Vswitch:
     """Switches bursts between vNIC ports and one uplink NIC port."""
 
-    def __init__(self, name: str, params: VswitchParams, uplink: NicPort, stats: Stats):
+    def __init__(self, name: str, params: VswitchParams, uplink: NicPort, stats: Stats, *,
+                 mss_bytes: int = 1448):
+        """``mss_bytes``: the guests' MSS (prices VXLAN software segmentation per frame)."""
         self.name, self.params, self.uplink = name, params, uplink
+        self.replicator = Replicator(f"{name}.mcast", params.multicast, stats)
+        self.vtep = Vtep(params.vxlan, mss_bytes)
         self.ports: dict[int, Callable[[list[Burst]], None]] = {}
         self.pending = Ring(f"{name}.pending_tx", params.pending_tx_limit_packets, stats,
                             unit="packets", drop_reason="pending_tx_full")
@@ -42,9 +55,27 @@ class Vswitch:
     def connect(self, port_id: int, deliver: Callable[[list[Burst]], None]) -> None:
         self.ports[port_id] = deliver
 
+    def join(self, group_dst: int, port_id: int, vnic):
+        """Port ``port_id`` (its vNIC ``vnic``) receives the group ``group_dst``."""
+        return self.replicator.join(group_dst, port_id, vnic)
+
     def cycles(self, packets: int, n_bytes: int) -> float:
         """Switching cost of ``packets`` packets of ``n_bytes`` in all (one invocation)."""
         return self.params.cost.cycles(packets, n_bytes)
+
+    def tx_cycles(self, packets: int, n_bytes: int) -> float:
+        """Switching plus encapsulation of a batch a vNIC sends (its backend context pays)."""
+        return self.cycles(packets, n_bytes) + self.vtep.tx_cycles(packets, n_bytes)
+
+    def rx_extra_cycles(self, batch: list[Burst]) -> float:
+        """Beyond ``cycles``, what the receiving context pays for ``batch`` as the NIC delivered
+        it: decapsulation and multicast copies (or hand-offs in split mode)."""
+        cycles = self.replicator.cycles(batch)
+        tunnelled = [b for b in batch if b.encap_bytes]
+        if tunnelled:
+            cycles += self.vtep.rx_cycles(sum(b.packets for b in tunnelled),
+                                          sum(b.payload_bytes for b in tunnelled))
+        return cycles
 
     def transmit(self, burst: Burst) -> None:
         """From a vNIC: to another local port, or out of the uplink."""
@@ -52,6 +83,7 @@ class Vswitch:
         if local is not None and burst.dst >= 0:
             local([burst.as_frames()])
             return
+        burst = self.vtep.encap(burst)
         if not len(self.pending) and self.uplink.tx_queue(burst).free >= burst.packets:
             self.uplink.send(burst)
         else:
@@ -67,7 +99,14 @@ class Vswitch:
     def receive(self, batch: list[Burst]) -> None:
         """From the uplink: hand each vNIC port its part of the batch, in arrival order."""
         by_port: dict[int, list[Burst]] = {}
+        groups: list[Burst] = []
         for burst in batch:
-            by_port.setdefault(burst.dst, []).append(burst)
+            burst = self.vtep.decap(burst)
+            if is_group(burst.dst):
+                groups.append(burst)
+            else:
+                by_port.setdefault(burst.dst, []).append(burst)
         for port_id, bursts in by_port.items():
             self.ports[port_id](bursts)
+        if groups:
+            self.replicator.deliver(groups)

@@ -14,24 +14,92 @@ TCP_STREAM, modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connecti
 ``send()`` in a loop (each call pays its fixed cost once and copies its message, blocking while
 the send buffer is full); the receiver calls ``recv()`` for up to one message per call whenever
 data is readable. Back-to-back calls are one CPU task (their cycles add up exactly), which keeps
-the event count independent of the message size. Connections start at a random offset within
-``start_jitter_us`` (the only randomness).
+the event count independent of the message size. With ``rate_limit_mbps`` > 0 each sender
+paces itself (a paced netperf, or an application with less to say): it writes one message when
+``written / rate`` says it is due, so the load is set by the application, not by the path.
+Connections start at a random offset within ``start_jitter_us`` (the only randomness).
 Left out: connection set-up and teardown, netperf's own CPU measurement.
 Units: bytes, microseconds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
 from models import units
-from models.base import check
+from models.base import CycleCost, check
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
 
 DIRECTIONS = ("tx", "rx")
+
+
+@dataclass(frozen=True)
+class RrParams:
+    """netperf TCP_RR (``kind: tcp_rr``, ``models.workload_rr``): request and response sizes,
+    and how many per-transaction latencies are kept for the percentiles (a ring buffer)."""
+
+    request_bytes: int = 1
+    response_bytes: int = 1
+    latency_sample_capacity: int = 65536
+
+    def __post_init__(self):
+        check(1 <= self.request_bytes <= 16 * 2**20, "request_bytes", self.request_bytes,
+              "in 1..16777216")
+        check(1 <= self.response_bytes <= 16 * 2**20, "response_bytes", self.response_bytes,
+              "in 1..16777216")
+        check(100 <= self.latency_sample_capacity <= 2**24, "latency_sample_capacity",
+              self.latency_sample_capacity, "in 100..16777216")
+
+
+@dataclass(frozen=True)
+class HttpParams:
+    """HTTP bulk (``kind: http``, ``models.http``): object and message sizes, server cost."""
+
+    object_bytes: int = 1 << 20
+    request_bytes: int = 300
+    response_header_bytes: int = 300
+    # Apache 2.2 per request (parse, URL to file, stat, log line): ~20 us on a 2.7 GHz core.
+    server_request_cycles: float = 50000.0
+    think_time_us: float = 0.0
+
+    def __post_init__(self):
+        check(1 <= self.object_bytes <= 1 << 30, "object_bytes", self.object_bytes,
+              "in 1..1073741824")
+        check(self.request_bytes >= 1, "request_bytes", self.request_bytes, ">= 1")
+        check(self.response_header_bytes >= 1, "response_header_bytes",
+              self.response_header_bytes, ">= 1")
+        check(self.server_request_cycles >= 0, "server_request_cycles",
+              self.server_request_cycles, ">= 0")
+        check(self.think_time_us >= 0, "think_time_us", self.think_time_us, ">= 0")
+
+
+
+@dataclass(frozen=True)
+class MulticastWorkloadParams:
+    """UDP multicast (``kind: udp_multicast``, ``models.multicast``): the streams and the
+    receivers' socket accounting and per-datagram work."""
+
+    packet_bytes: int = 800          # UDP payload per datagram
+    packet_rate_pps: float = 40000.0  # per group (each receiver's rate)
+    groups: int = 1
+    burst_interval_us: float = 100.0
+    # Linux 2.6.32 charges a datagram's skb truesize: a 2KB receive buffer plus the sk_buff.
+    skb_truesize_bytes: int = 2304
+    # The receiving tool's own work per datagram (sequence check, counters): a prior.
+    app: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1000.0, 0.0))
+
+    def __post_init__(self):
+        check(1 <= self.packet_bytes <= 8972, "packet_bytes", self.packet_bytes, "in 1..8972")
+        check(0 < self.packet_rate_pps <= 1e7, "packet_rate_pps", self.packet_rate_pps,
+              "in (0, 1e7]")
+        check(1 <= self.groups <= 1024, "groups", self.groups, "in 1..1024")
+        check(1 <= self.burst_interval_us <= 1e5, "burst_interval_us", self.burst_interval_us,
+              "in 1..100000")
+        check(self.skb_truesize_bytes >= 1, "skb_truesize_bytes", self.skb_truesize_bytes,
+              ">= 1")
 
 
 @dataclass(frozen=True)
@@ -46,6 +114,12 @@ class WorkloadParams:
     message_bytes: int = 16384
     direction: str = "tx"
     start_jitter_us: float = 100.0
+    rr: RrParams = field(default_factory=RrParams)
+    # TCP_STREAM: each session's sender paces its send() calls to this rate (0: as fast as
+    # the buffer allows), for low-load studies (004: ~700 Mbps over many VMs).
+    rate_limit_mbps: float = 0.0
+    http: HttpParams = field(default_factory=HttpParams)
+    multicast: MulticastWorkloadParams = field(default_factory=MulticastWorkloadParams)
 
     def __post_init__(self):
         check(self.kind in WORKLOADS, "kind", self.kind, f"one of {sorted(WORKLOADS)}")
@@ -57,6 +131,7 @@ class WorkloadParams:
               "in 1..16777216")
         check(self.direction in DIRECTIONS, "direction", self.direction, f"one of {DIRECTIONS}")
         check(self.start_jitter_us >= 0, "start_jitter_us", self.start_jitter_us, ">= 0")
+        check(self.rate_limit_mbps >= 0, "rate_limit_mbps", self.rate_limit_mbps, ">= 0")
 
 
 @dataclass
@@ -95,6 +170,12 @@ class Workload:
         """Extra tables of this kind, as lists of records."""
         return {}
 
+    def attach_network(self, vswitch_of_vm, stats) -> None:
+        """Called once the model is wired, before the run: ``vswitch_of_vm(i)`` is VM ``i``'s
+        vswitch (a multicast receiver joins its group there); ``stats`` the run's counter
+        registry (for buffers of the kind's own, e.g. UDP socket buffers, so their drops are
+        in the ``drops`` table). Most kinds need nothing."""
+
 
 class TcpStream(Workload):
     """Opens the connections and starts one sender and one receiver process for each."""
@@ -114,7 +195,8 @@ class TcpStream(Workload):
                                          seg_max_bytes=seg_max[src_side],
                                          sndbuf_bytes=params.socket_bytes)
                 receiver = dst.open_receiver(flow, v if params.direction == "tx" else -1,
-                                             mss_bytes=mss_bytes, rcvbuf_bytes=params.socket_bytes)
+                                             mss_bytes=mss_bytes, rcvbuf_bytes=params.socket_bytes,
+                                             peer_scales=src.stack.window_scaling)
                 self.connections.append(Connection(flow, v, sender, receiver))
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
                 env.process(self._send_loop(src, sender, start_s))
@@ -133,13 +215,18 @@ class TcpStream(Workload):
         yield self.env.timeout(start_s)
         ctx, call, msg = host.app_context(tcp.flow), host.stack.send_call, self.params.message_bytes
         wake = min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
-        written = 0
+        rate_bytes_per_s = units.mbps_to_bytes_per_s(self.params.rate_limit_mbps)
+        written, t0 = 0, self.env.now
         while True:
+            if rate_bytes_per_s:  # paced: one message when the schedule says it is due
+                due_s = t0 + written / rate_bytes_per_s
+                if due_s > self.env.now:
+                    yield self.env.timeout(due_s - self.env.now)
             if tcp.space() < min(wake, msg - written % msg):
                 yield tcp.wait_space(min(wake, msg - written % msg))
-            n = tcp.space()
+            n = tcp.space() if not rate_bytes_per_s else min(tcp.space(), msg - written % msg)
             calls = _starts(written + n, msg) - _starts(written, msg)
-            yield ctx.execute(call.cycles(0, n, calls))
+            yield ctx.execute(call.cycles(0, n, calls), n_bytes=n)  # n: bytes copied (NUMA)
             tcp.write(n)
             written += n
 
@@ -149,7 +236,7 @@ class TcpStream(Workload):
         while True:
             yield tcp.wait_readable()
             n = tcp.readable
-            yield ctx.execute(call.cycles(0, n, -(-n // msg)))
+            yield ctx.execute(call.cycles(0, n, -(-n // msg)), n_bytes=n)
             tcp.read(n)
 
 
@@ -159,3 +246,7 @@ def _starts(offset: int, msg: int) -> int:
 
 
 WORKLOADS: dict[str, type[Workload]] = {"tcp_stream": TcpStream}
+
+import models.workload_rr  # noqa: E402,F401  (registers tcp_rr; imports this module's base)
+import models.http  # noqa: E402,F401  (registers http)
+import models.multicast  # noqa: E402,F401  (registers udp_multicast)

@@ -7,10 +7,13 @@
     peer --wire--> NIC RX ring --coalescing--> handler on irq_core (driver + vswitch + backend)
         --vNIC RX ring--> virtual interrupt --> VM vCPU (driver + TCP + recv)
 
-Placement (DESIGN: contexts with affinity): cores are handed out in order, skipping the NIC's
-vector core while others are free: VM i's vCPUs, then its networking context; the interrupt
-vector sits on ``host.irq_core`` (000 pins the VM and the vector to adjoining cores). With more
-contexts than cores they share cores and pay the world-switch cost.
+Placement (DESIGN: contexts with affinity): ``sim.placement`` (``host.placement``: pinned,
+spread, numa_io). Pinned: cores are handed out in order, skipping the NIC's vector core while
+others are free: VM i's vCPUs, then its networking context; the interrupt vector sits on
+``host.irq_core`` (000 pins the VM and the vector to adjoining cores). With more contexts than
+cores they share cores and pay the world-switch cost. Every context gets its NUMA home node(s)
+and numa_io starts its monitor (``sim.placement.apply_numa``).
+PCIe: ports are grouped into cards of ``host.ports_per_card``, each with one ``PcieLink``.
 Randomness: one ``SeedSequence(seed)`` per run; each component draws from its own stream keyed
 by (replication, component name), so adding a component shifts nobody else's numbers.
 """
@@ -23,15 +26,20 @@ import numpy as np
 import simpy
 
 from models import units
-from models.base import Burst, Stats
+from models.base import Stats
 from models.cpu import Context, Cpu
 from models.guest import Vm
+from models.hypervisor import HypervisorRx
 from models.nic import NicPort
-from models.peer import PEER_DST, PeerHost
+from models.numa import NumaIoScheduler
+from models.pcie import PcieLink
+from models.peer import PeerHost
 from models.vnic import VirtualNic, make_vnic
 from models.vswitch import Vswitch
+from models.vxlan import Vtep, inner_mtu_bytes
 from models.workloads import WORKLOADS, Workload
 from sim.config import Config
+from sim.placement import Placement, apply_numa, make_placement
 
 
 def stream(seed: int, replication: int, name: str) -> np.random.Generator:
@@ -53,60 +61,60 @@ class Model:
     peers: list[PeerHost] = field(default_factory=list)
     vms: list[Vm] = field(default_factory=list)
     vnics: list[VirtualNic] = field(default_factory=list)
+    hv_rx: list[HypervisorRx] = field(default_factory=list)  # per port: driver, LRO, vswitch
     contexts: list[Context] = field(default_factory=list)
     workload: Workload | None = None
+    cards: list[PcieLink] = field(default_factory=list)  # one PCIe link per NIC card
+    numa_io: NumaIoScheduler | None = None
 
     def port_of(self, vm: int) -> int:
         return vm % len(self.nics)
-
-
-class _Placer:
-    """Hands out host cores: the vector cores are set aside (from ``irq_core`` on); VM contexts
-    take the other cores in order, then every core round again (sharing, with world switches)."""
-
-    def __init__(self, n_cores: int, irq_core: int, n_vectors: int):
-        self.n_cores = n_cores
-        self.vector_cores = [(irq_core + j) % n_cores for j in range(n_vectors)]
-        reserved = set(self.vector_cores)
-        self._free = [c for c in range(n_cores) if c not in reserved]
-        self._i = 0
-
-    def next(self) -> int:
-        i, self._i = self._i, self._i + 1
-        return self._free[i] if i < len(self._free) else (i - len(self._free)) % self.n_cores
 
 
 def build(cfg: Config, replication: int = 0) -> Model:
     env = simpy.Environment()
     stats = Stats()
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
-    model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu))
+    model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa))
     ports = cfg.host.nic_ports
-    placer = _Placer(len(model.cpu.cores), cfg.host.irq_core, ports * cfg.nic.rx_queues)
+    placer = make_placement(cfg)
+    model.cards = [PcieLink(env, f"card{c}", cfg.pcie, node=cfg.host.card_node(c))
+                   for c in range(cfg.host.n_cards)]
+    vxlan = cfg.hypervisor.vswitch.vxlan  # with VXLAN the guests' MTU leaves room for the tunnel
+    mss = units.mss_bytes(inner_mtu_bytes(vxlan, cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
     for p in range(ports):
         nic = NicPort(env, f"nic{p}", cfg.nic, stats,
-                      rss_salt=int(rng(f"nic{p}.rss").integers(2**31)))
+                      rss_salt=int(rng(f"nic{p}.rss").integers(2**31)),
+                      pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
-        model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats))
+        model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
+                                       mss_bytes=mss))
         peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng(f"peer{p}"))
+        peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
         model.peers.append(peer)
         _wire_cable(nic, peer.nic)
+    vm_contexts, port_vectors = {}, {}
     for i in range(cfg.workload.vms):
+        first = len(model.contexts)
+        placer.start_vm(i, model.port_of(i))
         _build_vm(model, i, placer, rng)
+        vm_contexts[i] = model.contexts[first:]
     for p, nic in enumerate(model.nics):
         vectors = [Context(env, f"{nic.name}.rxq{k}.irq",
-                           model.cpu.core(placer.vector_cores[p * cfg.nic.rx_queues + k]),
+                           model.cpu.core(placer.vector_core(p * cfg.nic.rx_queues + k)),
                            rng=rng(f"{nic.name}.rxq{k}.irq"))
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
+        port_vectors[p] = vectors
         _wire_receive(model, p, vectors)
+    apply_numa(model, placer, vm_contexts, port_vectors)
 
-    mss = units.mss_bytes(cfg.nic.link.mtu_bytes, cfg.tcp.timestamps)
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
                "peer": _seg_max(cfg.nic.tso, cfg, mss)}
     model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms,
                                [model.peers[model.port_of(i)] for i in range(len(model.vms))],
                                mss_bytes=mss, seg_max=seg_max, rng=rng("workload"))
+    model.workload.attach_network(lambda i: model.vswitches[model.port_of(i)], stats)
     return model
 
 
@@ -119,39 +127,31 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
     peer_nic.tx_link.deliver = host_nic.receive
 
 
-def _build_vm(model: Model, i: int, placer: _Placer, rng) -> None:
+def _build_vm(model: Model, i: int, placer: Placement, rng) -> None:
     cfg, env = model.cfg, model.env
     vswitch = model.vswitches[model.port_of(i)]
     vcpus = [Context(env, f"vm{i}.vcpu{k}", model.cpu.core(placer.next()), rng=rng(f"vm{i}.vcpu{k}"))
              for k in range(cfg.guest.vcpus)]
-    net = Context(env, f"vm{i}.net", model.cpu.core(placer.next()), rng=rng(f"vm{i}.net"))
+    hv = cfg.hypervisor
+    n_net = min(hv.tx_contexts_per_vnic, cfg.vnic.tx_queues)  # contexts serving the TX queues
+    nets = [Context(env, name, model.cpu.core(placer.next()), rng=rng(name))
+            for name in [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))]]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
-    driver_tx = cfg.hypervisor.driver_tx
-    vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backend=net, vcpu=vcpus[0],
+    vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
-                     backend_extra_cycles=lambda p, b: vswitch.cycles(p, b)
-                     + driver_tx.cycles(p, b, 0))
+                     exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
+                     backend_extra_cycles=lambda p, b: vswitch.tx_cycles(p, b)
+                     + hv.tx_driver_cycles(p, b))
     vm.attach(vnic)
     vswitch.connect(i, vnic.deliver)
     model.vms.append(vm)
     model.vnics.append(vnic)
-    model.contexts.extend([*vcpus, net])
+    model.contexts.extend([*vcpus, *nets])
 
 
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
-    """Each RX vector pays driver + vswitch + each destination vNIC's backend cost."""
-    hv, vnics, vswitch = model.cfg.hypervisor, model.vnics, model.vswitches[port]
-
-    def cost(batch: list[Burst], is_interrupt: bool) -> float:
-        packets = sum(b.packets for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
-        cycles = hv.driver_rx.cycles(packets, n_bytes, int(is_interrupt))
-        cycles += vswitch.cycles(packets, n_bytes)
-        for dst in {b.dst for b in batch}:
-            if dst != PEER_DST and 0 <= dst < len(vnics):
-                part = [b for b in batch if b.dst == dst]
-                cycles += vnics[dst].rx_backend_cycles(sum(b.packets for b in part),
-                                                       sum(b.payload_bytes for b in part))
-        return cycles
-
-    model.nics[port].wire_rx(vectors, cost, vswitch.receive)
+    """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
+    (``models.hypervisor.HypervisorRx``)."""
+    rx = HypervisorRx(model.cfg.hypervisor, model.vswitches[port], model.vnics)
+    model.hv_rx.append(rx)
+    model.nics[port].wire_rx(vectors, rx.cost, rx.deliver)

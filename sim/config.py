@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from models import units
-from models.cpu import CpuParams
+from models.cpu import CpuParams, NumaParams
 from models.guest import GuestParams
 from models.hypervisor import HypervisorParams
 from models.nic import NicParams
+from models.pcie import PcieParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
-from models.vnic import DEVICES, VnicParams
+from models.vnic import VnicParams
+from models.vxlan import inner_mtu_bytes
 from models.workloads import WorkloadParams
+from sim.placement import POLICIES
 
 
 class ConfigError(ValueError):
@@ -56,17 +59,42 @@ class HostParams:
 
     Vector ``j`` (over all ports' RX queues, port-major) runs on core ``irq_core + j`` (mod the
     core count); VMs take the other cores in order. VM ``i`` uses port ``i mod nic_ports``.
+    Ports are grouped into cards of ``ports_per_card`` (port ``p`` on card
+    ``p // ports_per_card``), each card with its own PCIe link, on node ``card_node(c)``.
+    ``placement``: pinned | spread | numa_io (``sim.placement``); NUMA I/O applies while a card's
+    networking contexts use less than ``numa_io_threshold_pct`` of a core (0 = off), measured
+    every ``numa_io_period_ms``.
     """
 
     name: str = "host"
     cpu: CpuParams = field(default_factory=CpuParams)
+    numa: NumaParams = field(default_factory=NumaParams)
     irq_core: int = 1
     nic_ports: int = 1
+    ports_per_card: int = 2
+    placement: str = "pinned"
+    numa_io_threshold_pct: float = 0.0
+    numa_io_period_ms: float = 10.0
 
     def __post_init__(self):
         _require(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
         _require(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
                  f"in 0..{self.cpu.n_cores - 1} (the host's cores)")
+        _require(1 <= self.ports_per_card <= 8, "ports_per_card", self.ports_per_card, "in 1..8")
+        _require(self.placement in POLICIES, "placement", self.placement, f"one of {POLICIES}")
+        _require(0 <= self.numa_io_threshold_pct <= 200, "numa_io_threshold_pct",
+                 self.numa_io_threshold_pct, "in 0..200 (percent of one core)")
+        _require(self.numa_io_period_ms > 0, "numa_io_period_ms", self.numa_io_period_ms, "> 0")
+        _require(self.numa.card_node < self.cpu.sockets, "numa.card_node", self.numa.card_node,
+                 f"in 0..{self.cpu.sockets - 1} (cpu.sockets={self.cpu.sockets})")
+
+    @property
+    def n_cards(self) -> int:
+        return -(-self.nic_ports // self.ports_per_card)
+
+    def card_node(self, card: int) -> int:
+        """The NUMA node card ``card`` hangs off."""
+        return self.numa.card_node_of(card, self.cpu.sockets)
 
 
 @dataclass(frozen=True)
@@ -75,6 +103,7 @@ class Config:
     run: RunParams = field(default_factory=RunParams)
     host: HostParams = field(default_factory=HostParams)
     nic: NicParams = field(default_factory=NicParams)
+    pcie: PcieParams = field(default_factory=PcieParams)
     hypervisor: HypervisorParams = field(default_factory=HypervisorParams)
     vnic: VnicParams = field(default_factory=VnicParams)
     guest: GuestParams = field(default_factory=GuestParams)
@@ -144,7 +173,43 @@ def _cross_check(cfg: Config) -> None:
     if cfg.workload.socket_bytes < mss:
         raise ConfigError(f"workload.socket_bytes={cfg.workload.socket_bytes}: must be >= one MSS "
                           f"({mss} bytes at nic.link.mtu_bytes={mtu})")
-    device = DEVICES[cfg.vnic.model]
-    if mtu > device.max_mtu_bytes:
-        raise ConfigError(f"nic.link.mtu_bytes={mtu}: must be <= {device.max_mtu_bytes} "
-                          f"with vnic.model={cfg.vnic.model}")
+    if mtu > cfg.vnic.max_mtu_bytes:
+        raise ConfigError(f"nic.link.mtu_bytes={mtu}: must be <= {cfg.vnic.max_mtu_bytes} "
+                          f"(vnic.max_mtu_bytes of vnic.model={cfg.vnic.model})")
+    guest_mtu = inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, mtu)
+    udp_max = guest_mtu - units.IP_HEADER_BYTES - units.UDP_HEADER_BYTES
+    if cfg.workload.kind == "udp_multicast" and cfg.workload.multicast.packet_bytes > udp_max:
+        raise ConfigError(f"workload.multicast.packet_bytes={cfg.workload.multicast.packet_bytes}: "
+                          f"must be <= {udp_max} (one frame at the guests' MTU {guest_mtu}: "
+                          f"IP fragmentation is not modelled)")
+    _check_hypervisor_features(cfg)
+
+
+def _check_hypervisor_features(cfg: Config) -> None:
+    """What the hypervisor generation offers: devices, NetQueue, several queues into a vNIC."""
+    hv, feats = cfg.hypervisor.name, cfg.hypervisor.features
+    if cfg.vnic.model == "vmxnet3" and not feats.vmxnet3:
+        raise ConfigError(f"vnic.model=vmxnet3: not available with hypervisor={hv} "
+                          f"(hypervisor.features.vmxnet3=false); allowed: e1000, vmxnet2, or "
+                          f"a hypervisor from ESX 4.0 on (hypervisor=esx40, vsphere55, ...)")
+    if cfg.vnic.rx_queues > 1 and not feats.vnic_rss:
+        raise ConfigError(f"vnic.rx_queues={cfg.vnic.rx_queues}: must be 1 with hypervisor={hv} "
+                          f"(one hardware queue per vNIC before vSphere 6.0; "
+                          f"hypervisor.features.vnic_rss=false)")
+    if cfg.nic.rx_sort == "vmdq" and not feats.netqueue:
+        raise ConfigError(f"nic.rx_sort=vmdq: needs NetQueue, which hypervisor={hv} lacks "
+                          f"(hypervisor.features.netqueue=false); allowed: single, rss")
+    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and \
+            not (feats.vnic_rss and cfg.vnic.rx_queues > 1):
+        raise ConfigError(f"nic.rx_sort=rss: a vNIC takes packets from one hardware queue unless "
+                          f"the hypervisor has vnic_rss (hypervisor={hv}: "
+                          f"{str(feats.vnic_rss).lower()}) and the vNIC asks for several "
+                          f"(vnic.rx_queues={cfg.vnic.rx_queues}); allowed: single, vmdq")
+    vs = cfg.hypervisor.vswitch
+    if vs.multicast.split_rx_mode and not (feats.split_rx_mode and cfg.vnic.model == "vmxnet3"):
+        raise ConfigError(f"hypervisor.vswitch.multicast.split_rx_mode=true: needs vSphere 5.0 "
+                          f"or later and vmxnet3 (hypervisor={hv}: features.split_rx_mode="
+                          f"{str(feats.split_rx_mode).lower()}; vnic.model={cfg.vnic.model})")
+    if vs.vxlan.enabled and not feats.vxlan:
+        raise ConfigError(f"hypervisor.vswitch.vxlan.enabled=true: needs vSphere 5.1 or later "
+                          f"(hypervisor={hv}: features.vxlan=false)")

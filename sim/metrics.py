@@ -29,6 +29,12 @@ def snapshot(model: Model) -> dict[str, float]:
     for ctx in [*model.contexts, *(c for peer in model.peers for c in peer.contexts())]:
         s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
         s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
+        s[f"ctx.{ctx.name}.remote_cycles"] = ctx.remote_cycles
+        s[f"ctx.{ctx.name}.moves"] = ctx.moves
+    for card in model.cards:
+        for ch in {"up": card.up, "down": card.down}.values():
+            s[f"pcie.{ch.name}.busy_s"] = ch.busy_time_s()
+            s[f"pcie.{ch.name}.link_bytes"] = ch.link_bytes
     s["frames_delivered"] = sum(h.frames_delivered for h in [*model.vms, *model.peers])
     for port in _ports(model):
         p = port.name
@@ -45,6 +51,8 @@ def snapshot(model: Model) -> dict[str, float]:
     for vnic in model.vnics:
         s[f"vnic.{vnic.name}.exits"] = vnic.exits
         s[f"vnic.{vnic.name}.virtual_interrupts"] = vnic.virtual_interrupts
+        s[f"vnic.{vnic.name}.rx_frames"] = vnic.rx_frames
+        s[f"vnic.{vnic.name}.rx_packets"] = vnic.rx_packets
     for name, st in model.stats.stages.items():
         s[f"stage.{name}.arrived_frames"] = st.arrived_frames
         for reason, n in st.dropped_frames.items():
@@ -65,8 +73,11 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                            "switches_per_s": d[f"core.{c.index}.switches"] / window_s}
                           for c in model.cpu.cores])
     contexts = pd.DataFrame([{"context": c.name, "host": host, "core": c.core.index,
+                              "numa_node": c.core.node,
                               "util_pct": 100 * d[f"ctx.{c.name}.busy_s"] / window_s,
-                              "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s}
+                              "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s,
+                              "remote_cycles_per_s": d[f"ctx.{c.name}.remote_cycles"] / window_s,
+                              "moves": d[f"ctx.{c.name}.moves"]}
                              for host, ctxs in (("host", model.contexts),
                                                 *((p.name, p.contexts()) for p in model.peers))
                              for c in ctxs])
@@ -98,8 +109,15 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                             "frames_per_s": d[k.rsplit(".", 1)[0] + ".frames"] / window_s}
                            for k, v in d.items() if k.startswith("rxq.") and
                            k.endswith(".interrupts")])
+    pcie = _pcie_table(model, d, window_s)
+    vnics = _vnic_table(model, d, window_s)
+    summary["exits_per_s"] = float(vnics["exits_per_s"].sum())
+    summary["guest_rx_packets_per_s"] = float(vnics["rx_packets_per_s"].sum())
+    summary["pcie_max_util_pct"] = float(pcie["util_pct"].max()) if len(pcie) else 0.0
+    remote = sum(d[f"ctx.{c.name}.remote_cycles"] for c in model.contexts)
+    summary["numa_remote_cycles_pct"] = 100 * remote / busy_cycles if busy_cycles else 0.0
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
-              "rx_queues": queues, "drops": drops}
+              "rx_queues": queues, "drops": drops, "pcie": pcie, "vnics": vnics}
     wd = {k[len("workload."):]: v for k, v in d.items() if k.startswith("workload.")}
     summary.update(model.workload.summary(wd, window_s))
     for name, records in model.workload.tables(wd, window_s).items():
@@ -135,6 +153,32 @@ def _nic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
                      "rx_delivered_frames_per_s": d[f"nic.{p}.rx_delivered_frames"] / window_s,
                      "interrupts_per_s": d[f"nic.{p}.interrupts"] / window_s})
     return pd.DataFrame(rows)
+
+
+def _vnic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
+    """Per vNIC: exits (register accesses that left the guest), virtual interrupts, and what
+    entered the guest: frames and packets (an LRO aggregate is one packet)."""
+    rows = [{"vnic": v.name, "model": v.params.model,
+             **{f"{k}_per_s": d[f"vnic.{v.name}.{k}"] / window_s
+                for k in ("exits", "virtual_interrupts", "rx_frames", "rx_packets")}}
+            for v in model.vnics]
+    return pd.DataFrame(rows, columns=["vnic", "model", "exits_per_s", "virtual_interrupts_per_s",
+                                       "rx_frames_per_s", "rx_packets_per_s"])
+
+
+def _pcie_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
+    """Per card and direction: link bytes (TLP overhead included) and utilisation. With PCI-X
+    both directions are one bus: the rows then repeat the bus's totals."""
+    rows = []
+    for card in model.cards:
+        for direction, ch in (("up", card.up), ("down", card.down)):
+            rows.append({"card": card.name, "numa_node": card.node, "direction": direction,
+                         "link_gbps": units.bytes_per_s_to_gbps(
+                             d[f"pcie.{ch.name}.link_bytes"] / window_s),
+                         "capacity_gbps": ch.rate_gbps,
+                         "util_pct": 100 * d[f"pcie.{ch.name}.busy_s"] / window_s})
+    return pd.DataFrame(rows, columns=["card", "numa_node", "direction", "link_gbps",
+                                       "capacity_gbps", "util_pct"])
 
 
 def _ports(model: Model):

@@ -49,9 +49,14 @@ def write(results: Results, out_dir: str | Path) -> Path:
     return path
 
 
+def _keys(results: Results) -> list[str]:
+    """The common metrics, then whatever the workload kind adds (multicast loss, objects/s)."""
+    return [*SUMMARY_KEYS, *(k for k in results.summary if k not in SUMMARY_KEYS)]
+
+
 def summary_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame([{"metric": k, "mean": results.summary[k],
-                          "ci95": results.summary_ci95[k]} for k in SUMMARY_KEYS])
+                          "ci95": results.summary_ci95[k]} for k in _keys(results)])
 
 
 def format_summary(results: Results) -> str:
@@ -59,8 +64,8 @@ def format_summary(results: Results) -> str:
     lines = [f"{cfg.meta.name}: {cfg.meta.description}",
              f"{cfg.run.replications} replication(s) x {cfg.run.measure_s} s after "
              f"{cfg.run.warmup_s} s warm-up, seed {cfg.run.seed}"]
-    for k in SUMMARY_KEYS:
+    for k in _keys(results):
         mean, ci = results.summary[k], results.summary_ci95[k]
         ci_s = f" ± {ci:.4g}" if ci is not None and math.isfinite(ci) else ""
-        lines.append(f"  {k:<26} {mean:>12.4g}{ci_s}")
+        lines.append(f"  {k:<34} {mean:>12.4g}{ci_s}")
     return "\n".join(lines)

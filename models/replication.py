@@ -1,0 +1,155 @@
+"""Multicast replication in the virtual switch: one copy per member port, in one context or split.
+
+::
+
+    default (one context)                          splitRxMode
+    RX vector context:                             RX vector context:
+      driver + vswitch + for each member:            driver + vswitch + for each member:
+        copy + vNIC backend  --> vNIC RX ring          hand-off --> member's split queue
+                                                   member's own context (its vNIC backend):
+                                                     copy + vNIC backend --> vNIC RX ring
+
+Modelled: a group is a destination id below the peer's (``group_dst(g)`` = -2 - g); receivers
+join a group on their vswitch (the guest's IGMP join programming the vNIC's multicast filter).
+By default every copy of every packet is made in the context that took the packets from the NIC
+(ESX before 5.0, and 5.0 without splitRxMode): copies/s = members x packet rate, all on one
+core, so past some member count that context saturates, the NIC ring fills and every member
+loses the same packets. With ``split_rx_mode`` (``ethernetX.emuRxMode = 1``, a vmxnet3 feature
+of 5.0, set here for every port of the vswitch) the receiving context only hands each member a
+reference (``handoff``: queue it and wake the member's context) and the member's own context --
+its vNIC backend, the VM's networking context -- makes the copy and fills the vNIC ring; the
+hand-offs are the "slight increase in CPU consumption" of 003. The split queue is bounded
+(``split_queue_packets``; full: ``split_queue_full``).
+Granularity: one burst per member per pass, never an event per copy.
+Left out: IGMP snooping state and timeouts, multicast from a VM (the sender is the peer),
+splitRxMode on only some ports, broadcast.
+Units: cycles, packets, bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.base import Burst, CycleCost, Ring, Stats, check
+
+FIRST_GROUP_DST = -2  # Burst.dst of group 0; -1 is the peer, >= 0 are VMs
+
+
+def group_dst(group: int) -> int:
+    return FIRST_GROUP_DST - group
+
+
+def is_group(dst: int) -> bool:
+    return dst <= FIRST_GROUP_DST
+
+
+@dataclass(frozen=True)
+class ReplicationParams:
+    """Config: ``hypervisor.vswitch.multicast``. Costs are priors, not fitted."""
+
+    split_rx_mode: bool = False
+    # Per copy: a packet handle and header clone, the port's filter check (~800 cycles) and the
+    # payload copied into a private buffer (1 cycle/byte, the copy rate of the guests' stacks).
+    copy: CycleCost = field(default_factory=lambda: CycleCost(0.0, 800.0, 1.0))
+    # splitRxMode, per member and pass: enqueue references (~150/packet) and wake the member's
+    # context (~500: an IPI-less wakeup of a kernel world).
+    handoff: CycleCost = field(default_factory=lambda: CycleCost(500.0, 150.0, 0.0))
+    split_queue_packets: int = 512
+
+    def __post_init__(self):
+        check(self.split_queue_packets >= 1, "split_queue_packets", self.split_queue_packets,
+              ">= 1")
+
+
+class Member:
+    """One port in one group: the vNIC it delivers to and, in split mode, its queue."""
+
+    def __init__(self, port_id: int, vnic, queue: Ring | None):
+        self.port_id, self.vnic, self.queue = port_id, vnic, queue
+        # splitRxMode's per-vNIC context: the vNIC's (first) backend, the VM's networking context
+        self.context = vnic.txq[0].backend if queue is not None else None
+        self.copies = 0  # packets handed to this member (copied, or queued in split mode)
+        self._busy = False
+
+    @property
+    def split_drops(self) -> int:
+        return self.queue.stats.total_dropped_frames() if self.queue is not None else 0
+
+
+class Replicator:
+    """The vswitch's multicast table and copy engine.
+
+    ``vnic`` objects need ``deliver(batch)``, ``rx_backend_cycles(packets, bytes)`` and, for
+    split mode, ``txq[0].backend`` (the context that runs the member's copies).
+    """
+
+    def __init__(self, name: str, params: ReplicationParams, stats: Stats):
+        self.name, self.params, self.stats = name, params, stats
+        self.groups: dict[int, list[Member]] = {}
+        self.copies = 0
+
+    def join(self, dst: int, port_id: int, vnic) -> Member:
+        check(is_group(dst), "group dst", dst, f"<= {FIRST_GROUP_DST}")
+        queue = None
+        if self.params.split_rx_mode:
+            queue = Ring(f"{self.name}.g{FIRST_GROUP_DST - dst}.port{port_id}.split_queue",
+                         self.params.split_queue_packets, self.stats, unit="packets",
+                         drop_reason="split_queue_full")
+        member = Member(port_id, vnic, queue)
+        self.groups.setdefault(dst, []).append(member)
+        return member
+
+    def _by_group(self, batch: list[Burst]) -> dict[int, list[Burst]]:
+        out: dict[int, list[Burst]] = {}
+        for b in batch:
+            if is_group(b.dst):
+                out.setdefault(b.dst, []).append(b)
+        return out
+
+    def cycles(self, batch: list[Burst]) -> float:
+        """Cycles the receiving context spends on the group packets of ``batch``."""
+        p, total = self.params, 0.0
+        for dst, bursts in self._by_group(batch).items():
+            members = self.groups.get(dst, ())
+            packets = sum(b.packets for b in bursts)
+            n_bytes = sum(b.payload_bytes for b in bursts)
+            if p.split_rx_mode:
+                total += len(members) * p.handoff.cycles(packets, 0)
+            else:
+                total += sum(self._copy_cycles(m, packets, n_bytes) for m in members)
+        return total
+
+    def _copy_cycles(self, member: Member, packets: int, n_bytes: int) -> float:
+        return self.params.copy.cycles(packets, n_bytes) + \
+            member.vnic.rx_backend_cycles(packets, n_bytes)
+
+    def deliver(self, bursts: list[Burst]) -> None:
+        """After the receiving context paid: a copy of each group burst to each member."""
+        for dst, group_bursts in self._by_group(bursts).items():
+            for m in self.groups.get(dst, ()):
+                copies = [b._copy(dst=m.port_id) for b in group_bursts]
+                m.copies += sum(b.packets for b in copies)
+                self.copies += sum(b.packets for b in copies)
+                if m.queue is None:
+                    m.vnic.deliver(copies)
+                else:
+                    for c in copies:
+                        m.queue.offer(c)
+                    if not m._busy:
+                        self._split_pass(m)
+
+    def _split_pass(self, m: Member) -> None:
+        """splitRxMode: the member's context copies what its queue holds, then fills its vNIC."""
+        batch = m.queue.claim_all()
+        if not batch:
+            m._busy = False
+            return
+        m._busy = True
+        packets = sum(b.packets for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        m.context.then(self._copy_cycles(m, packets, n_bytes),
+                       lambda: self._split_done(m, batch), packets=packets, n_bytes=n_bytes)
+
+    def _split_done(self, m: Member, batch: list[Burst]) -> None:
+        m.queue.release(batch)
+        m.vnic.deliver(batch)
+        self._split_pass(m)

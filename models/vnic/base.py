@@ -1,0 +1,244 @@
+"""Virtual NICs: a ``VirtualNic`` base that owns queues, rings, batching and counters.
+
+Modelled: a device has ``tx_queues`` transmit and ``rx_queues`` receive queues (one each for
+e1000 and vmxnet2; several for vmxnet3). A burst goes to the queue of its flow (``flow mod n``,
+the device's RSS hash). Transmit: the guest driver posts bursts into its queue's TX ring (full:
+dropped, reason ``vnic_tx_ring_full``); the hypervisor backend serving that queue (a networking
+context) takes everything posted per pass, pays the device's backend cost plus the vswitch's and
+the uplink driver's, and hands the bursts to the vswitch. Receive: the backend (running in the
+NIC vector's context, which pays ``rx_backend_cycles``) fills the queue's RX ring (full:
+``vnic_rx_ring_full``) and raises a virtual interrupt on the queue's vCPU (queue ``q`` ->
+vCPU ``q mod vcpus``); the guest driver drains the ring there, paying ``guest_rx`` plus the OS
+stack's receive cost, and polls again before re-enabling the interrupt.
+
+Register accesses that leave the guest (each a VM exit under hardware virtualization or a
+binary-translation trap; the hypervisor prices one, ``exit_cycles``, for the guest's mode) are
+counted by one formula for every device from its configured counts:
+``tx = per_packet x packets + per_doorbell x doorbells`` and
+``rx = per_packet x packets + per_interrupt x interrupts``. What differs between devices is
+structure, answered by the class: whether the driver skips the doorbell while the backend is
+still polling the ring (paravirtual devices do, an emulated e1000 cannot know), how many queues,
+whether it can do TSO, jumbo frames, and take LRO aggregates. A device module (``devices.py``)
+registers each class in ``DEVICES``.
+Left out: transmit-completion interrupts (their cost is folded into the per-packet transmit
+counts), guest-side interrupt moderation, the vNIC's own MAC filtering.
+Units: cycles, packets, bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import simpy
+
+from models.base import Burst, CycleCost, Ring, Stats, check
+from models.cpu import Context
+
+DEVICES: dict[str, type["VirtualNic"]] = {}  # filled by models.vnic.devices
+
+
+@dataclass(frozen=True)
+class VnicParams:
+    """Device costs and counts. ``guest_*`` run on a vCPU, ``backend_*`` on a hypervisor context.
+
+    ``*_register_accesses_*`` are counts of accesses that leave the guest (exits or traps); the
+    hypervisor profile prices one (``vm_exit_cycles`` / ``bt_trap_cycles``).
+    """
+
+    model: str = "vmxnet2"
+    tx_queues: int = 1
+    rx_queues: int = 1
+    tx_ring_slots: int = 512
+    rx_ring_slots: int = 512
+    tso: bool = True
+    lro: bool = False  # the device takes LRO aggregates from the hypervisor into the guest
+    max_mtu_bytes: int = 9000
+    # Priors: a virtual interrupt costs the guest its ISR plus the VMM's injection and EOI
+    # (~3K cycles); each receive descriptor (buffer refill, skb set-up) ~1.2K cycles.
+    guest_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 300.0, 0.0))
+    guest_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 1200.0, 0.0))
+    backend_tx: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 800.0, 0.0))
+    backend_rx: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 500.0, 0.0))
+    tx_register_accesses_per_packet: float = 0.0
+    tx_register_accesses_per_doorbell: float = 1.0
+    rx_register_accesses_per_packet: float = 0.0
+    rx_register_accesses_per_interrupt: float = 0.0
+
+    def __post_init__(self):
+        check(self.model in DEVICES, "model", self.model, f"one of {sorted(DEVICES)}")
+        device = DEVICES[self.model]
+        check(1 <= self.tx_queues <= device.max_queues, "tx_queues", self.tx_queues,
+              f"in 1..{device.max_queues} for {self.model}")
+        check(1 <= self.rx_queues <= device.max_queues, "rx_queues", self.rx_queues,
+              f"in 1..{device.max_queues} for {self.model}")
+        check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
+        check(self.rx_ring_slots >= 1, "rx_ring_slots", self.rx_ring_slots, ">= 1")
+        check(not self.tso or device.tso_capable, "tso", self.tso,
+              f"false: {self.model} has no TSO")
+        check(not self.lro or device.lro_capable, "lro", self.lro,
+              f"false: {self.model} takes no LRO aggregates")
+        check(1500 <= self.max_mtu_bytes <= device.mtu_ceiling_bytes, "max_mtu_bytes",
+              self.max_mtu_bytes, f"in 1500..{device.mtu_ceiling_bytes} for {self.model}")
+        for name in ("tx_register_accesses_per_packet", "tx_register_accesses_per_doorbell",
+                     "rx_register_accesses_per_packet", "rx_register_accesses_per_interrupt"):
+            check(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+
+
+class _TxQueue:
+    """One transmit queue: its ring and the backend context that serves it."""
+
+    def __init__(self, name: str, slots: int, stats: Stats, backend: Context):
+        self.ring = Ring(f"{name}.tx_ring", slots, stats, unit="packets",
+                         drop_reason="vnic_tx_ring_full")
+        self.backend = backend
+        self.busy = False  # the backend is in a pass (it will poll the ring again)
+
+
+class _RxQueue:
+    """One receive queue: its ring and the vCPU its virtual interrupt runs on."""
+
+    def __init__(self, name: str, slots: int, stats: Stats, vcpu: Context):
+        self.ring = Ring(f"{name}.rx_ring", slots, stats, unit="frames",
+                         drop_reason="vnic_rx_ring_full")
+        self.vcpu = vcpu
+        self.polling = False
+
+
+class VirtualNic:
+    """Queues, batching and counters shared by every virtual device.
+
+    Class attributes say what the device can do; subclasses set them and may override the
+    hooks (``tx_doorbells``, ``tx_exits``, ``rx_exits``, the queue choice).
+    """
+
+    max_queues = 1
+    tso_capable = True
+    lro_capable = False
+    mtu_ceiling_bytes = 9000
+    doorbell_suppression = True  # no doorbell while the backend is still polling the ring
+
+    def __init__(self, env: simpy.Environment, name: str, params: VnicParams, stats: Stats, *,
+                 backends: list[Context], vcpus: list[Context], transmit: Callable[[Burst], None],
+                 exit_cycles: float,
+                 backend_extra_cycles: Callable[[int, int], float] = lambda p, b: 0.0):
+        check(exit_cycles >= 0, f"{name}.exit_cycles", exit_cycles, ">= 0")
+        self.env, self.name, self.params = env, name, params
+        self.exit_cycles = exit_cycles  # price of one access that leaves the guest
+        self._transmit = transmit
+        self._backend_extra = backend_extra_cycles  # e.g. the vswitch's cost, same context
+        one = params.tx_queues == 1 and params.rx_queues == 1
+        qname = (lambda k: name) if one else (lambda k: f"{name}.q{k}")
+        self.txq = [_TxQueue(qname(k), params.tx_ring_slots, stats, backends[k % len(backends)])
+                    for k in range(params.tx_queues)]
+        self.rxq = [_RxQueue(qname(k), params.rx_ring_slots, stats, vcpus[k % len(vcpus)])
+                    for k in range(params.rx_queues)]
+        self.guest_rx_cost: Callable[[list[Burst]], float] = lambda batch: 0.0
+        self.guest_rx_deliver: Callable[[list[Burst]], None] = lambda batch: None
+        self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
+        self.exits = 0.0
+        self.virtual_interrupts = 0
+        self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
+
+    # -- capabilities -----------------------------------------------------------------------
+    @property
+    def tso(self) -> bool:
+        return self.params.tso
+
+    @property
+    def takes_aggregates(self) -> bool:
+        """Whether the hypervisor may hand this vNIC LRO aggregates (device and guest agree)."""
+        return self.params.lro and self.guest_lro
+
+    # -- hooks ------------------------------------------------------------------------------
+    def tx_doorbells(self, queue: _TxQueue) -> int:
+        """Doorbells rung for one transmit: none while a paravirtual backend still polls."""
+        return 0 if self.doorbell_suppression and queue.busy else 1
+
+    def tx_exits(self, packets: int, doorbells: int) -> float:
+        """Register accesses that trap for ``packets`` sent with ``doorbells`` doorbells."""
+        p = self.params
+        return (p.tx_register_accesses_per_packet * packets
+                + p.tx_register_accesses_per_doorbell * doorbells)
+
+    def rx_exits(self, packets: int, interrupts: int) -> float:
+        """Register accesses that trap while the guest takes ``interrupts`` and ``packets``."""
+        p = self.params
+        return (p.rx_register_accesses_per_packet * packets
+                + p.rx_register_accesses_per_interrupt * interrupts)
+
+    def tx_queue_of(self, burst: Burst) -> _TxQueue:
+        return self.txq[burst.flow % len(self.txq)]
+
+    def rx_queue_of(self, burst: Burst) -> _RxQueue:
+        return self.rxq[burst.flow % len(self.rxq)]
+
+    # -- guest side -------------------------------------------------------------------------
+    def tx_guest_cycles(self, burst: Burst) -> float:
+        """vCPU cycles of the driver's transmit of one burst (exits included)."""
+        exits = self.tx_exits(burst.packets, self.tx_doorbells(self.tx_queue_of(burst)))
+        self.exits += exits
+        return self.params.guest_tx.cycles(burst.packets, burst.payload_bytes, 0) + \
+            exits * self.exit_cycles
+
+    def guest_send(self, burst: Burst) -> None:
+        """The guest driver posts a burst (after its cycles were paid on the vCPU)."""
+        q = self.tx_queue_of(burst)
+        if q.ring.offer(burst) is not None and not q.busy:
+            self._tx_pass(q)
+
+    def _tx_pass(self, q: _TxQueue) -> None:
+        batch = q.ring.claim_all()
+        if not batch:
+            q.busy = False
+            return
+        q.busy = True
+        packets = sum(b.packets for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        cycles = (self.params.backend_tx.cycles(packets, n_bytes)
+                  + self._backend_extra(packets, n_bytes))
+        # NUMA: the backend touches descriptors and headers, not the payload (zero copy).
+        q.backend.then(cycles, lambda: self._tx_done(q, batch), packets=packets)
+
+    def _tx_done(self, q: _TxQueue, batch: list[Burst]) -> None:
+        q.ring.release(batch)
+        for burst in batch:
+            self._transmit(burst)
+        self._tx_pass(q)
+
+    # -- receive side -----------------------------------------------------------------------
+    def rx_backend_cycles(self, packets: int, n_bytes: int) -> float:
+        """Hypervisor cycles to copy ``packets`` into the guest and post a virtual interrupt."""
+        return self.params.backend_rx.cycles(packets, n_bytes)
+
+    def deliver(self, batch: list[Burst]) -> None:
+        """From the vswitch (handler context already paid): fill the rings, interrupt the guest."""
+        touched: list[_RxQueue] = []
+        for burst in batch:
+            q = self.rx_queue_of(burst)
+            if q.ring.offer(burst) is not None and q not in touched:
+                touched.append(q)
+        for q in touched:
+            if not q.polling:
+                self.virtual_interrupts += 1
+                self._rx_poll(q, is_interrupt=True)
+
+    def _rx_poll(self, q: _RxQueue, is_interrupt: bool) -> None:
+        batch = q.ring.claim_all()
+        if not batch:
+            q.polling = False
+            return
+        q.polling = True
+        packets = sum(b.packets for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        exits = self.rx_exits(packets, int(is_interrupt))
+        self.exits += exits
+        cycles = (self.params.guest_rx.cycles(packets, n_bytes, int(is_interrupt))
+                  + exits * self.exit_cycles + self.guest_rx_cost(batch))
+        q.vcpu.then(cycles, lambda: self._rx_done(q, batch), packets=packets, n_bytes=n_bytes)
+
+    def _rx_done(self, q: _RxQueue, batch: list[Burst]) -> None:
+        q.ring.release(batch)
+        self.rx_frames += sum(b.frames for b in batch)
+        self.rx_packets += sum(b.packets for b in batch)
+        self.guest_rx_deliver(batch)
+        self._rx_poll(q, is_interrupt=False)

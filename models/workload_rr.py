@@ -1,0 +1,174 @@
+"""netperf TCP_RR: request/response ping-pong over the same path as TCP_STREAM.
+
+Modelled: ``sessions_per_vm`` sessions per VM. Each session is one TCP connection, i.e. one
+``TcpSender``/``TcpReceiver`` pair per direction sharing one flow id (as a real connection's two
+halves share its 4-tuple: the same RSS queue and vNIC queue both ways). The client (the VM for
+``direction: tx``, the peer for ``rx``, as netperf and netserver swap in 002's receive tests)
+writes ``rr.request_bytes`` with one ``send()``, reads ``rr.response_bytes`` with ``recv()``
+calls, and starts the next transaction at once: one transaction in flight per session. The server
+reads the request and writes the response. Each call pays the stack's call cost on the session's
+application context; segments, ACKs, exits, interrupts and context hand-offs pay what they pay
+in TCP_STREAM, so the latency is whatever the path makes it.
+ACKs: both receivers run in interactive mode (``TcpReceiver.interactive``): the ACK of a pushed
+request is held (delayed-ACK timer) and leaves on the response as a piggy-back, and the ACK of
+the response on the next request, as TCP does with a request/response pattern. Approximation:
+the piggy-backed ACK costs nothing on either stack (no ACK segment is built or parsed), and a
+multi-segment response is ACKed by the usual every-second-segment rule.
+Measured: transactions per second (``transactions_per_s``) and the client's per-transaction
+latency (from the start of its ``send()`` to the end of the ``recv()`` that completes the
+response) as percentiles ``rr_latency_p50_us`` / ``p90`` / ``p99`` and the mean. Latencies are
+kept with their completion time in a preallocated ring buffer of ``rr.latency_sample_capacity``
+(no list grows per event); the summary takes the samples that completed inside the measurement
+window (with more transactions in the window than the capacity, the most recent ones).
+Left out: connection set-up, netperf's burst mode (``-b``), TCP_NODELAY (Nagle applies, which
+matters only for responses longer than one MSS).
+Units: bytes, seconds inside, microseconds in results.
+"""
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from models import units
+from models.guest import StackHost
+from models.tcp import TcpReceiver, TcpSender
+from models.workloads import WORKLOADS, Workload, WorkloadParams
+
+
+class LatencySample:
+    """A bounded record of (completion time, latency) pairs: preallocated, overwritten in turn."""
+
+    def __init__(self, capacity: int):
+        self.t_s = np.zeros(capacity)
+        self.latency_s = np.zeros(capacity)
+        self.count = 0  # samples ever recorded
+
+    def add(self, t_s: float, latency_s: float) -> None:
+        i = self.count % len(self.t_s)
+        self.t_s[i], self.latency_s[i] = t_s, latency_s
+        self.count += 1
+
+    def since(self, t0_s: float) -> np.ndarray:
+        """Latencies of the kept samples that completed at or after ``t0_s``."""
+        n = min(self.count, len(self.t_s))
+        return self.latency_s[:n][self.t_s[:n] >= t0_s]
+
+
+class _Session:
+    def __init__(self, flow: int, vm: int, client: tuple[TcpSender, TcpReceiver],
+                 server: tuple[TcpSender, TcpReceiver]):
+        self.flow, self.vm, self.client, self.server = flow, vm, client, server
+        self.transactions = 0
+
+
+class TcpRr(Workload):
+    """Opens one connection per session and runs a netperf client and a netserver on it."""
+
+    def __init__(self, env: simpy.Environment, params: WorkloadParams, vms: list[StackHost],
+                 peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
+                 rng: np.random.Generator):
+        super().__init__(env, params, vms, peers, mss_bytes=mss_bytes, seg_max=seg_max, rng=rng)
+        self.sessions: list[_Session] = []
+        self.latencies = LatencySample(params.rr.latency_sample_capacity)
+        for v, vm in enumerate(vms):
+            for s in range(params.sessions_per_vm):
+                flow = v * params.sessions_per_vm + s
+                if params.direction == "tx":
+                    (client, c_side), (server, s_side) = (vm, "vm"), (peers[v], "peer")
+                else:
+                    (client, c_side), (server, s_side) = (peers[v], "peer"), (vm, "vm")
+                c = self._open(client, server, flow, mss_bytes, seg_max[c_side])
+                srv = self._open(server, client, flow, mss_bytes, seg_max[s_side])
+                session = _Session(flow, v, c, srv)
+                self.sessions.append(session)
+                start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
+                env.process(self._client(client, session, start_s))
+                env.process(self._server(server, session))
+
+    def _open(self, host: StackHost, other: StackHost, flow: int, mss: int,
+              seg_max: int) -> tuple[TcpSender, TcpReceiver]:
+        """One host's half of the connection: its sender, its receiver, piggy-backing joined."""
+        sock = self.params.socket_bytes
+        snd = host.open_sender(flow, other.endpoint, mss_bytes=mss, seg_max_bytes=seg_max,
+                               sndbuf_bytes=sock)
+        rcv = host.open_receiver(flow, other.endpoint, mss_bytes=mss, rcvbuf_bytes=sock,
+                                 peer_scales=other.stack.window_scaling)
+        rcv.interactive = True
+        snd.ack_source = rcv.take_ack
+        return snd, rcv
+
+    # -- the two applications -----------------------------------------------------------------
+    def _client(self, host: StackHost, session: _Session, start_s: float):
+        yield self.env.timeout(start_s)
+        snd, rcv = session.client
+        rr = self.params.rr
+        while True:
+            t0 = self.env.now
+            yield from self._write(host, snd, rr.request_bytes)
+            yield from self._read(host, rcv, rr.response_bytes)
+            session.transactions += 1
+            self.latencies.add(self.env.now, self.env.now - t0)
+
+    def _server(self, host: StackHost, session: _Session):
+        snd, rcv = session.server
+        rr = self.params.rr
+        while True:
+            yield from self._read(host, rcv, rr.request_bytes)
+            yield from self._write(host, snd, rr.response_bytes)
+
+    def _write(self, host: StackHost, snd: TcpSender, n_bytes: int):
+        """One send() call of ``n_bytes`` (blocks while the send buffer lacks room)."""
+        ctx = host.app_context(snd.flow)
+        written = 0
+        while written < n_bytes:
+            if snd.space() <= 0:
+                yield snd.wait_space(1)
+            n = min(snd.space(), n_bytes - written)
+            yield ctx.execute(host.stack.send_call.cycles(0, n, 1 if written == 0 else 0))
+            snd.write(n)
+            written += n
+
+    def _read(self, host: StackHost, rcv: TcpReceiver, n_bytes: int):
+        """recv() calls until ``n_bytes`` have been read (one call per wake-up)."""
+        ctx = host.app_context(rcv.flow)
+        got = 0
+        while got < n_bytes:
+            yield rcv.wait_readable()
+            n = min(rcv.readable, n_bytes - got)
+            yield ctx.execute(host.stack.recv_call.cycles(0, n, 1))
+            got += rcv.read(n)
+
+    # -- what the recorder asks -------------------------------------------------------------
+    def flows(self) -> list[dict]:
+        rows = []
+        for s in self.sessions:
+            halves = (s.client, s.server)
+            rows.append({"flow": s.flow, "vm": s.vm,
+                         "bytes_read": sum(r.bytes_read for _, r in halves),
+                         "rtt_sum_s": sum(t.rtt_sum_s for t, _ in halves),
+                         "rtt_samples": sum(t.rtt_samples for t, _ in halves),
+                         "retransmits": sum(t.retransmits for t, _ in halves),
+                         "timeouts": sum(t.timeouts for t, _ in halves)})
+        return rows
+
+    def counters(self) -> dict[str, float]:
+        c = {f"session.{s.flow}.transactions": s.transactions for s in self.sessions}
+        c["transactions"] = sum(s.transactions for s in self.sessions)
+        return c
+
+    def summary(self, d: dict[str, float], window_s: float) -> dict[str, float]:
+        """Called at the window's end: latencies are those that completed inside it."""
+        lat_us = units.s_to_us(self.latencies.since(self.env.now - window_s))
+        pct = np.percentile(lat_us, [50, 90, 99]) if len(lat_us) else [np.nan] * 3
+        return {"transactions_per_s": d["transactions"] / window_s,
+                "rr_latency_mean_us": float(lat_us.mean()) if len(lat_us) else float("nan"),
+                "rr_latency_p50_us": float(pct[0]), "rr_latency_p90_us": float(pct[1]),
+                "rr_latency_p99_us": float(pct[2])}
+
+    def tables(self, d: dict[str, float], window_s: float) -> dict[str, list[dict]]:
+        return {"rr_sessions": [{"flow": s.flow, "vm": s.vm, "transactions_per_s":
+                                 d[f"session.{s.flow}.transactions"] / window_s}
+                                for s in self.sessions]}
+
+
+WORKLOADS["tcp_rr"] = TcpRr
