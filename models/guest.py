@@ -47,6 +47,13 @@ class OsStackParams:
     # data packet (no ACK clock, no reassembly queue). Prior, not fitted.
     rx_udp: CycleCost = field(default_factory=lambda: CycleCost(0.0, 2500.0, 0.0))
     window_scaling: bool = True  # RFC 1323 window scale option (False: window <= 65535 bytes)
+    # Payload a send buffer holds per byte of SO_SNDBUF. Linux doubles the value an application
+    # sets (sk_sndbuf = 2 x SO_SNDBUF, socket(7)), so with an 8KB socket the writer keeps data
+    # queued beyond the 8KB window and the window stays full; Windows holds what it was given.
+    sndbuf_scale: float = 2.0
+
+    def __post_init__(self):
+        check(1.0 <= self.sndbuf_scale <= 4.0, "sndbuf_scale", self.sndbuf_scale, "in 1..4")
 
     def max_window_bytes(self, peer_scales: bool = True) -> int | None:
         """The largest window a receiver may advertise (None: its socket size)."""
@@ -80,9 +87,10 @@ class StackHost:
     # -- endpoints ------------------------------------------------------------------------
     def open_sender(self, flow: int, dst: int, *, mss_bytes: int, seg_max_bytes: int,
                     sndbuf_bytes: int) -> TcpSender:
+        """``sndbuf_bytes`` is the socket size the application asked for (SO_SNDBUF)."""
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
-                      sndbuf_bytes=sndbuf_bytes, tso=self.tso, src=self.endpoint, dst=dst,
-                      emit=self._emit)
+                      sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
+                      src=self.endpoint, dst=dst, emit=self._emit)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s
