@@ -30,10 +30,10 @@ def check(cond: bool, name: str, value, allowed: str) -> None:
 
 @dataclass(frozen=True)
 class CycleCost:
-    """Cycles charged by one processing stage: fixed + per packet + per byte + per exit.
+    """Cycles charged by one processing stage: fixed + per packet + per byte.
 
-    ``fixed_cycles`` is paid once per invocation (a call, an interrupt, a batch); exits are VM
-    exits or binary-translation traps, priced by the device model.
+    ``fixed_cycles`` is paid once per invocation (a call, an interrupt, a batch). VM exits and
+    binary-translation traps are counted by the device and priced by the hypervisor profile.
     """
 
     fixed_cycles: float = 0.0
@@ -121,6 +121,15 @@ class Burst:
     def as_frames(self) -> "Burst":
         """The same burst after the wire: every frame is a packet to the receiver."""
         return self if self.packets == self.frames else self._copy(packets=self.frames)
+
+
+def sums_by_dst(batch: Iterable[Burst]) -> dict[int, tuple[int, int]]:
+    """Per destination endpoint (``Burst.dst``): (packets, payload bytes) of ``batch``."""
+    sums: dict[int, tuple[int, int]] = {}
+    for b in batch:
+        packets, n_bytes = sums.get(b.dst, (0, 0))
+        sums[b.dst] = (packets + b.packets, n_bytes + b.payload_bytes)
+    return sums
 
 
 @dataclass
@@ -253,3 +262,44 @@ class Ring:
             self.stats.depart(b.frames, b.wire_bytes)
         for cb in list(self.on_space):
             cb()
+
+
+class RingPoller:
+    """Drains a ring in passes on one context, NAPI style: a pass claims everything the ring
+    holds, pays ``cost_fn(batch, is_interrupt) -> (cycles, packets, n_bytes)`` on ``context``
+    (the counts price NUMA), then frees the slots, hands the batch to ``deliver_fn(batch)`` and
+    polls again (not an interrupt); an empty ring ends the passes. ``busy`` is True from the
+    first pass until the ring is found empty (a producer need not kick, nor ring a doorbell,
+    while it is). ``context`` may be set after construction (before the first kick).
+    ``take(batch)``, if given, is what the consumer makes of the claimed bursts before paying
+    for them (e.g. LRO merging); cost and delivery see its result, the ring frees what it gave."""
+
+    def __init__(self, ring: Ring, context, cost_fn: Callable[[list[Burst], bool], tuple],
+                 deliver_fn: Callable[[list[Burst]], None],
+                 take: Callable[[list[Burst]], list[Burst]] | None = None):
+        self.ring, self.context, self.cost_fn, self.deliver_fn = ring, context, cost_fn, deliver_fn
+        self.take = take
+        self.busy = False
+        self.polls = 0  # passes that found work
+
+    def kick(self, is_interrupt: bool = True) -> None:
+        """Start passes unless they are running (an interrupt, a doorbell, a hand-off)."""
+        if not self.busy:
+            self._poll(is_interrupt)
+
+    def _poll(self, is_interrupt: bool) -> None:
+        batch = self.ring.claim_all()
+        if not batch:
+            self.busy = False
+            return
+        self.busy = True
+        self.polls += 1
+        taken = self.take(batch) if self.take is not None else batch
+        cycles, packets, n_bytes = self.cost_fn(taken, is_interrupt)
+        self.context.then(cycles, lambda: self._done(batch, taken), packets=packets,
+                          n_bytes=n_bytes)
+
+    def _done(self, batch: list[Burst], taken: list[Burst]) -> None:
+        self.ring.release(batch)
+        self.deliver_fn(taken)
+        self._poll(is_interrupt=False)

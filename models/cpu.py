@@ -155,14 +155,13 @@ class Context:
     """A serial worker placed on one core; ``execute(cycles)`` returns an event fired when done.
 
     ``home_node``: the node (or tuple of nodes) whose memory this context's work touches; by
-    default the node of the core it is first placed on. ``numa_factor`` multiplies service time
-    (a blunt alternative to the per-packet and per-byte penalty, 1 = none).
+    default the node of the core it is first placed on. Remote work pays the per-packet and
+    per-byte penalty of ``NumaParams`` (the one NUMA mechanism).
     """
 
     def __init__(self, env: simpy.Environment, name: str, core: Core, *,
-                 rng: np.random.Generator, numa_factor: float = 1.0, home=None):
-        check(numa_factor >= 1.0, f"{name}.numa_factor", numa_factor, ">= 1")
-        self.env, self.name, self.core, self.numa_factor = env, name, core, numa_factor
+                 rng: np.random.Generator, home=None):
+        self.env, self.name, self.core = env, name, core
         self.home_node = core.node if home is None else home
         self.busy_s = 0.0
         self.cycles = 0.0
@@ -260,14 +259,14 @@ class Context:
 
     def _run(self, cycles: float):
         env, core, clock = self.env, self.core, self.core.params.clock_hz
-        dt = units.cycles_to_s(cycles, clock) * self.numa_factor * self._jitter.next()
+        dt = units.cycles_to_s(cycles, clock) * self._jitter.next()
         core.start()
         self._busy_since = env.now
         yield env.timeout(dt)
         core.stop()
         self.busy_s += env.now - self._busy_since
         self._busy_since = None
-        self.cycles += dt * clock
+        self.cycles += units.s_to_cycles(dt, clock)
         self.tasks += 1
 
 

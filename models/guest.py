@@ -25,6 +25,7 @@ import simpy
 from models import units
 from models.base import ACK, DATA, UDP, Burst, CycleCost, check
 from models.cpu import Context
+from models.hypervisor import VIRTUALIZATION_MODES
 from models.tcp import TcpParams, TcpReceiver, TcpSender
 from models.vnic import VirtualNic
 
@@ -86,11 +87,14 @@ class StackHost:
 
     # -- endpoints ------------------------------------------------------------------------
     def open_sender(self, flow: int, dst: int, *, mss_bytes: int, seg_max_bytes: int,
-                    sndbuf_bytes: int) -> TcpSender:
-        """``sndbuf_bytes`` is the socket size the application asked for (SO_SNDBUF)."""
+                    sndbuf_bytes: int, peer_window_bytes: int) -> TcpSender:
+        """``sndbuf_bytes`` is the socket size the application asked for (SO_SNDBUF);
+        ``peer_window_bytes`` the window the receiver advertised in its SYN-ACK (use
+        ``models.workloads.open_connection``, which opens both halves)."""
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
                       sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
-                      src=self.endpoint, dst=dst, emit=self._emit)
+                      src=self.endpoint, dst=dst, emit=self._emit,
+                      peer_window_bytes=peer_window_bytes)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s
@@ -145,9 +149,6 @@ class StackHost:
                     sock.on_data(burst)
 
 
-VIRTUALIZATION_MODES = ("hw", "bt")
-
-
 @dataclass(frozen=True)
 class GuestParams:
     """A VM's size, how it is virtualized, its driver's LRO support and the OS stack it runs."""
@@ -186,6 +187,7 @@ class Vm(StackHost):
         return self.vcpus[flow % len(self.vcpus)]
 
     def send_down(self, burst: Burst, cycles: float) -> None:
-        cycles += self.vnic.tx_guest_cycles(burst)
-        self.app_context(burst.flow).then(cycles, lambda: self.vnic.guest_send(burst),
-                                          packets=burst.packets, n_bytes=burst.payload_bytes)
+        cycles += self.vnic.tx_guest_cycles(burst)  # the doorbell is decided at the post
+        vcpu = self.app_context(burst.flow)
+        vcpu.then(cycles, lambda: self.vnic.guest_send(burst, vcpu),
+                  packets=burst.packets, n_bytes=burst.payload_bytes)

@@ -27,12 +27,11 @@ Units: bytes, microseconds, cycles.
 """
 from __future__ import annotations
 
-import math
 import numpy as np
 import simpy
 
 from models import units
-from models.workloads import WORKLOADS, HttpParams, Workload
+from models.workloads import WORKLOADS, HttpParams, Workload, open_connection, read, write
 
 
 class HttpConnection:
@@ -60,14 +59,10 @@ class Http(Workload):
             peer = peers[v]
             for c in range(params.sessions_per_vm):
                 k = v * params.sessions_per_vm + c
-                up = (peer.open_sender(k, v, mss_bytes=mss_bytes,
-                                       seg_max_bytes=seg_max["peer"], sndbuf_bytes=sock),
-                      vm.open_receiver(k, -1, mss_bytes=mss_bytes, rcvbuf_bytes=sock,
-                                       peer_scales=peer.stack.window_scaling))
-                down = (vm.open_sender(k, -1, mss_bytes=mss_bytes,
-                                       seg_max_bytes=seg_max["vm"], sndbuf_bytes=sock),
-                        peer.open_receiver(k, v, mss_bytes=mss_bytes, rcvbuf_bytes=sock,
-                                           peer_scales=vm.stack.window_scaling))
+                up = open_connection(peer, vm, k, mss_bytes=mss_bytes,
+                                     seg_max_bytes=seg_max["peer"], socket_bytes=sock)
+                down = open_connection(vm, peer, k, mss_bytes=mss_bytes,
+                                       seg_max_bytes=seg_max["vm"], socket_bytes=sock)
                 conn = HttpConnection(k, v, up, down)
                 self.connections.append(conn)
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
@@ -103,34 +98,12 @@ class Http(Workload):
             yield ctx.execute(self.http.server_request_cycles)
             yield from self._write(host, conn.down[0], down_bytes)
 
-    # -- socket calls ---------------------------------------------------------------------
+    # -- socket calls (``models.workloads.write``/``read``, as TcpStream) ------------------
     def _write(self, host, tcp, n_bytes: int):
-        """send() calls of ``message_bytes`` until ``n_bytes`` are in the send buffer; one CPU
-        task per wake-up covers every call the free space allows (as ``TcpStream``)."""
-        ctx, call, msg = host.app_context(tcp.flow), host.stack.send_call, self.params.message_bytes
-        wake = min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
-        done = 0
-        while done < n_bytes:
-            need = min(wake, n_bytes - done)
-            if tcp.space() < need:
-                yield tcp.wait_space(need)
-            n = min(tcp.space(), n_bytes - done)
-            calls = -(-(done + n) // msg) - -(-done // msg)
-            yield ctx.execute(call.cycles(0, n, calls), n_bytes=n)  # n: bytes copied (NUMA)
-            tcp.write(n)
-            done += n
+        return write(host, tcp, n_bytes, self.params.message_bytes)
 
     def _read(self, host, tcp, n_bytes: int):
-        """recv() of up to ``message_bytes`` per call until ``n_bytes`` have been read."""
-        ctx, call, msg = host.app_context(tcp.flow), host.stack.recv_call, self.params.message_bytes
-        got = 0
-        while got < n_bytes:
-            if tcp.readable == 0:
-                yield tcp.wait_readable()
-            n = min(tcp.readable, n_bytes - got)
-            yield ctx.execute(call.cycles(0, n, math.ceil(n / msg)), n_bytes=n)
-            tcp.read(n)
-            got += n
+        return read(host, tcp, n_bytes, self.params.message_bytes)
 
     # -- recorder hooks -------------------------------------------------------------------
     def flows(self) -> list[dict]:
@@ -162,7 +135,7 @@ class Http(Workload):
         size = self.http.object_bytes
         return {"http": [{"vm": v, "objects": n, "objects_per_s": n / window_s,
                           "object_gbps": units.bytes_per_s_to_gbps(n * size / window_s),
-                          "mean_object_ms": 1e3 * t / n if n else float("nan")}
+                          "mean_object_ms": units.s_to_ms(t / n) if n else float("nan")}
                          for v, (n, t) in sorted(per_vm.items())]}
 
     def summary(self, d: dict[str, float], window_s: float) -> dict[str, float]:
@@ -171,7 +144,7 @@ class Http(Workload):
         t = sum(d[f"http.{c.index}.object_time_s"] for c in self.connections)
         return {"http_objects_per_s": n / window_s,
                 "http_object_gbps": sum(r["object_gbps"] for r in rows),
-                "http_mean_object_ms": 1e3 * t / n if n else float("nan")}
+                "http_mean_object_ms": units.s_to_ms(t / n) if n else float("nan")}
 
 
 WORKLOADS["http"] = Http

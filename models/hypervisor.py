@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from models.base import DATA, Burst, CycleCost, check
+from models.base import DATA, Burst, CycleCost, check, sums_by_dst
 from models.vswitch import Vswitch, VswitchParams
 
 DRIVER_KINDS = ("linux_compat", "native")
@@ -117,6 +117,8 @@ class HypervisorRx:
         self.params, self.vswitch, self.vnics = params, vswitch, vnics
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
+        # id(batch) -> (batch, after software LRO): cost computes it, deliver uses it
+        self._pending_switched: dict[int, tuple[list[Burst], list[Burst]]] = {}
 
     def _vnic(self, dst: int):
         return self.vnics[dst] if 0 <= dst < len(self.vnics) else None
@@ -140,19 +142,16 @@ class HypervisorRx:
         packets = sum(b.packets for b in switched)
         cycles += self.vswitch.cycles(packets, n_bytes)
         cycles += self.vswitch.rx_extra_cycles(batch)  # VXLAN decap, multicast copies
-        by_dst: dict[int, list[int]] = {}
-        for b in switched:
-            if self._vnic(b.dst) is not None:
-                acc = by_dst.setdefault(b.dst, [0, 0])
-                acc[0] += b.packets
-                acc[1] += b.payload_bytes
-        for dst, (p, nb) in by_dst.items():
-            cycles += self.vnics[dst].rx_backend_cycles(p, nb)
+        for dst, (p, nb) in sums_by_dst(switched).items():
+            if self._vnic(dst) is not None:
+                cycles += self.vnics[dst].rx_backend_cycles(p, nb)
+        self._pending_switched[id(batch)] = (batch, switched)
         return cycles
 
     def deliver(self, batch: list[Burst]) -> None:
-        """After the handler's cycles: aggregate (the same way ``cost`` did) and switch."""
-        switched = self._switched(batch)
+        """After the handler's cycles: switch the batch as ``cost`` aggregated it."""
+        kept = self._pending_switched.pop(id(batch), None)
+        switched = kept[1] if kept is not None and kept[0] is batch else self._switched(batch)
         self.driver_packets += sum(b.packets for b in batch)
         self.switched_packets += sum(b.packets for b in switched)
         self.vswitch.receive(switched)

@@ -77,13 +77,17 @@ class UdpSocket:
         room = max(0, -(-(self.rcvbuf_bytes - self.used_bytes) // truesize))
         take = min(burst.packets, room)
         self.socket_full += burst.packets - take
-        if self.stage is not None and take < burst.packets:
-            self.stage.drop("socket_full", burst.packets - take,
-                            burst.payload_bytes - take * burst.frame_payload_bytes)
-        if take == 0:
-            return
         if take < burst.packets:
-            burst = burst.head(take)
+            kept = burst.head(take) if take else None
+            # The stack counted these frames as delivered (StackHost.deliver); they are dropped
+            # here instead, so loss ratios must not count them twice (delivered and dropped).
+            self.host.frames_delivered -= burst.frames - (kept.frames if kept else 0)
+            if self.stage is not None:
+                self.stage.drop("socket_full", burst.packets - take,
+                                burst.payload_bytes - take * burst.frame_payload_bytes)
+            if kept is None:
+                return
+            burst = kept
         if self.stage is not None:
             self.stage.arrive(take, burst.payload_bytes)
         self.used_bytes += take * truesize

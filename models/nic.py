@@ -16,7 +16,9 @@ Modelled:
   core) takes everything in the ring, pays the cost its owner supplies, frees the descriptors and
   passes the batch up; it polls again before re-enabling the interrupt (NAPI).
 - Hardware LRO (``lro``): received data frames of a flow are merged into aggregates of up to
-  ``lro_max_bytes`` before the host sees them (per-packet costs then apply per aggregate).
+  ``lro_max_bytes`` before the host sees them (per-packet costs then apply per aggregate). The
+  merge happens after the FIFO and the ring admitted the frames one by one (a full ring drops
+  frames, not a whole aggregate), when the handler takes the batch.
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
   into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
@@ -32,7 +34,7 @@ from typing import Callable
 
 import simpy
 
-from models.base import Burst, Ring, Stats, check
+from models.base import Burst, Ring, RingPoller, Stats, check
 from models.coalescing import CoalescingParams, make_coalescer
 from models.cpu import Context
 from models.pcie import PcieLink, RxDma, TxDma
@@ -85,38 +87,41 @@ class RxQueue:
         self.ring = Ring(f"{name}.rx_ring", params.rx_ring_slots, stats, unit="frames",
                          drop_reason="rx_ring_full")
         self.coalescer = make_coalescer(env, params.coalescing, self._interrupt)
-        self.context: Context | None = None
         self.cost: RxCost = lambda batch, irq: 0.0
         self.deliver: Callable[[list[Burst]], None] = lambda batch: None
-        self.polls = 0
-        self._polling = False
+        # The vector's handler: takes everything in the ring, polls again before re-enabling.
+        # Hardware LRO merges what the ring admitted (frame by frame), as the handler takes it.
+        lro_max = params.lro_max_bytes if params.lro else 0
+        self.poller = RingPoller(self.ring, None, self._pass_cost, lambda b: self.deliver(b),
+                                 take=(lambda batch: [b.aggregated(lro_max) for b in batch])
+                                 if lro_max else None)
+
+    @property
+    def context(self) -> Context | None:
+        """Where the vector's handler runs."""
+        return self.poller.context
+
+    @context.setter
+    def context(self, ctx: Context | None) -> None:
+        self.poller.context = ctx
+
+    @property
+    def polls(self) -> int:
+        return self.poller.polls
 
     def receive(self, burst: Burst) -> None:
         accepted = self.ring.offer(burst)
-        if accepted is not None and not self._polling:
+        if accepted is not None and not self.poller.busy:
             self.coalescer.notify(accepted.frames)
 
     def _interrupt(self) -> None:
-        if not self._polling:
-            self._poll(is_interrupt=True)
+        self.poller.kick(is_interrupt=True)
 
-    def _poll(self, is_interrupt: bool) -> None:
-        batch = self.ring.claim_all()
-        if not batch:
-            self._polling = False
-            return
-        self._polling = True
-        self.polls += 1
+    def _pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
         frames, n_bytes = sum(b.frames for b in batch), sum(b.ip_bytes for b in batch)
         self.coalescer.account(frames, n_bytes)
         # NUMA: the handler reads frames in buffers homed on the card's node (its home).
-        self.context.then(self.cost(batch, is_interrupt), lambda: self._done(batch),
-                          packets=frames, n_bytes=n_bytes)
-
-    def _done(self, batch: list[Burst]) -> None:
-        self.ring.release(batch)
-        self.deliver(batch)
-        self._poll(is_interrupt=False)
+        return self.cost(batch, is_interrupt), frames, n_bytes
 
 
 class NicPort:
@@ -202,8 +207,6 @@ class NicPort:
         """A burst arrives from the wire."""
         self.rx_frames += burst.frames
         self.rx_wire_bytes += burst.wire_bytes
-        if self.params.lro:
-            burst = burst.aggregated(self.params.lro_max_bytes)
         q = self.rx_queues[self.rx_queue_index(burst)]
         if self.rx_dma is not None:
             self.rx_dma.receive(burst, q)

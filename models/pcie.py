@@ -19,7 +19,7 @@ Modelled:
   sequence number, LCRC, framing; ~24 bytes with 64-bit addresses); a read request is a
   header-only TLP per ``max_read_request_bytes``. Descriptors are ``descriptor_bytes`` each,
   fetched and written back in one transfer per burst; one doorbell per burst and direction.
-- PCI-X (``kind: pcix``): a 64-bit bus at ``pcix_clock_mhz``, *half duplex*: both directions
+- PCI-X (``kind: pcix``): a 64-bit bus at ``pcix_rate_mtps``, *half duplex*: both directions
   share one channel; ``tlp_overhead_bytes`` then stands for the address/attribute phases and
   turnaround of a burst transaction and ``max_payload_bytes`` for its byte count.
 - A direction is a FIFO server of link bytes kept in virtual time (the instant it frees up):
@@ -56,7 +56,7 @@ from models.base import Burst, Stats, check
 KINDS = ("pcie", "pcix")
 LANES = (1, 2, 4, 8, 16)
 PAYLOAD_SIZES = (128, 256, 512, 1024, 2048, 4096)
-PCIX_CLOCKS_MHZ = (66.0, 100.0, 133.0, 266.0, 533.0)
+PCIX_RATES_MTPS = (66.0, 100.0, 133.0, 266.0, 533.0)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class PcieParams:
     kind: str = "pcie"
     gen: int = 1
     lanes: int = 8
-    pcix_clock_mhz: float = 133.0  # kind=pcix only
+    pcix_rate_mtps: float = 133.0  # kind=pcix only
     max_payload_bytes: int = 256
     max_read_request_bytes: int = 512
     tlp_overhead_bytes: int = 24
@@ -77,8 +77,8 @@ class PcieParams:
         check(self.kind in KINDS, "kind", self.kind, f"one of {KINDS}")
         check(self.gen in units.PCIE_GT_PER_S, "gen", self.gen, "in 1..5")
         check(self.lanes in LANES, "lanes", self.lanes, f"one of {LANES}")
-        check(self.pcix_clock_mhz in PCIX_CLOCKS_MHZ, "pcix_clock_mhz", self.pcix_clock_mhz,
-              f"one of {PCIX_CLOCKS_MHZ}")
+        check(self.pcix_rate_mtps in PCIX_RATES_MTPS, "pcix_rate_mtps", self.pcix_rate_mtps,
+              f"one of {PCIX_RATES_MTPS}")
         check(self.max_payload_bytes in PAYLOAD_SIZES, "max_payload_bytes",
               self.max_payload_bytes, f"one of {PAYLOAD_SIZES}")
         check(self.max_read_request_bytes in PAYLOAD_SIZES, "max_read_request_bytes",
@@ -93,7 +93,7 @@ class PcieParams:
     def link_gbps(self) -> float:
         """Bits per second of one direction (of the bus, for PCI-X) after line encoding."""
         if self.kind == "pcix":
-            return units.pcix_bus_gbps(self.pcix_clock_mhz)
+            return units.pcix_bus_gbps(self.pcix_rate_mtps)
         return units.pcie_link_gbps(self.gen, self.lanes)
 
     @property
@@ -169,31 +169,21 @@ class PcieLink:
         return down, up
 
 
-def frame_l2_bytes(ip_bytes: int) -> int:
-    """A frame as DMA'd: MAC header + IP packet, padded to 60 (the FCS is stripped)."""
-    return max(units.ETH_MIN_FRAME_BYTES - units.ETH_FCS_BYTES, ip_bytes + units.ETH_HEADER_BYTES)
-
-
 def rx_dma_bytes(burst: Burst) -> int:
     """Bytes of ``burst``'s frames in host memory (what the RX FIFO holds)."""
-    return burst.ip_bytes + burst.frames * units.ETH_HEADER_BYTES
+    return units.rx_dma_bytes(burst.payload_bytes, burst.frames, burst.header_bytes)
 
 
 def tx_dma_bytes(burst: Burst) -> int:
-    """Bytes the card reads to send ``burst``: payload plus one MAC+IP+transport header per
-    packet (a TSO segment's header is replicated onto its frames by the card)."""
-    return burst.payload_bytes + burst.packets * (burst.header_bytes + units.ETH_HEADER_BYTES)
+    """Bytes the card reads to send ``burst`` (``units.tx_dma_bytes``)."""
+    return units.tx_dma_bytes(burst.payload_bytes, burst.packets, burst.header_bytes)
 
 
 def frames_tlp_bytes(burst: Burst, link: PcieLink) -> float:
     """Link bytes of writing ``burst``'s frames one by one (full frames, then a tail frame)."""
-    hdr, fpb = burst.header_bytes, burst.frame_payload_bytes
-    if burst.payload_bytes <= 0:
-        return burst.frames * link.tlp(frame_l2_bytes(hdr))
-    full = min(burst.frames, burst.payload_bytes // fpb)
-    tail = burst.payload_bytes - full * fpb
-    total = full * link.tlp(frame_l2_bytes(hdr + fpb))
-    return total + (link.tlp(frame_l2_bytes(hdr + tail)) if tail > 0 else 0.0)
+    return units.sum_over_frames(burst.payload_bytes, burst.frames, burst.header_bytes,
+                                 burst.frame_payload_bytes,
+                                 lambda ip_bytes: link.tlp(units.frame_l2_bytes(ip_bytes)))
 
 
 class RxDma:
@@ -230,7 +220,7 @@ class RxDma:
         arriving_since = now - units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps)
         _, end = self.link.up.book(up, arriving_since)
         self.link.down.book(down)
-        last_frame = units.transmit_time_s(self.link.tlp(frame_l2_bytes(
+        last_frame = units.transmit_time_s(self.link.tlp(units.frame_l2_bytes(
             burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes))),
             self.link.up.rate_gbps)
         done = self.env.timeout(max(end, now + last_frame) - now)

@@ -17,6 +17,7 @@ Units: cycles, bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -41,14 +42,15 @@ class PeerParams:
 
     def __post_init__(self):
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
-        check(self.lro_max_bytes >= 0, "lro_max_bytes", self.lro_max_bytes, ">= 0")
+        check(self.lro_max_bytes == 0 or 1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes",
+              self.lro_max_bytes, "0 (off) or in 1500..262144")
 
 
 class PeerHost(StackHost):
     """The client machine: cores, a NIC port, an OS stack."""
 
     def __init__(self, env: simpy.Environment, name: str, params: PeerParams, nic: NicParams,
-                 tcp: TcpParams, stats: Stats, rng: np.random.Generator):
+                 tcp: TcpParams, stats: Stats, rng: Callable[[str], np.random.Generator]):
         super().__init__(env, name, PEER_DST, params.stack, tcp)
         self.params = params
         self.cpu = Cpu(env, params.cpu)
@@ -56,9 +58,10 @@ class PeerHost(StackHost):
         self.nic = NicPort(env, f"{name}.nic", replace(
             nic, tx_queues=1, rx_queues=1, rx_sort="single", tx_ring_slots=params.tx_ring_slots,
             lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes), stats)
-        self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng)
+        # Every context has its own named stream: a new connection shifts nobody's jitter.
+        self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng(f"{name}.softirq"))
         self._apps: dict[int, Context] = {}
-        self._rng = rng
+        self._rng = rng  # name -> numpy Generator
         self.vtep = None  # a models.vxlan.Vtep when the peer is the other VXLAN tunnel endpoint
         self.nic.wire_rx(self.irq, self._rx_cost, self.deliver)
 
@@ -70,7 +73,8 @@ class PeerHost(StackHost):
         if flow not in self._apps:
             n = len(self.cpu.cores)
             core = self.cpu.core(1 + len(self._apps) % max(1, n - 1)) if n > 1 else self.cpu.core(0)
-            self._apps[flow] = Context(self.env, f"{self.name}.app{flow}", core, rng=self._rng)
+            self._apps[flow] = Context(self.env, f"{self.name}.app{flow}", core,
+                                       rng=self._rng(f"{self.name}.app{flow}"))
         return self._apps[flow]
 
     def contexts(self) -> list[Context]:
@@ -83,9 +87,7 @@ class PeerHost(StackHost):
         cycles = self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
             self.rx_cycles(batch)
         if self.vtep is not None:
-            tunnelled = [b for b in batch if b.encap_bytes]
-            cycles += self.vtep.rx_cycles(sum(b.frames for b in tunnelled),
-                                          sum(b.payload_bytes for b in tunnelled))
+            cycles += self.vtep.rx_batch_cycles(batch)
         return cycles
 
     def send_down(self, burst: Burst, cycles: float) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.base import Burst, CycleCost, Ring, Stats, check
+from models.base import Burst, CycleCost, Ring, RingPoller, Stats, check
 
 FIRST_GROUP_DST = -2  # Burst.dst of group 0; -1 is the peer, >= 0 are VMs
 
@@ -68,7 +68,7 @@ class Member:
         # splitRxMode's per-vNIC context: the vNIC's (first) backend, the VM's networking context
         self.context = vnic.txq[0].backend if queue is not None else None
         self.copies = 0  # packets handed to this member (copied, or queued in split mode)
-        self._busy = False
+        self.poller: RingPoller | None = None  # split mode: the member's context drains queue
 
     @property
     def split_drops(self) -> int:
@@ -95,6 +95,10 @@ class Replicator:
                          self.params.split_queue_packets, self.stats, unit="packets",
                          drop_reason="split_queue_full")
         member = Member(port_id, vnic, queue)
+        if queue is not None:  # the member's context copies what its queue holds, then fills
+            member.poller = RingPoller(queue, member.context,   # its vNIC
+                                       lambda batch, _irq: self._split_cost(member, batch),
+                                       vnic.deliver)
         self.groups.setdefault(dst, []).append(member)
         return member
 
@@ -127,29 +131,18 @@ class Replicator:
         for dst, group_bursts in self._by_group(bursts).items():
             for m in self.groups.get(dst, ()):
                 copies = [b._copy(dst=m.port_id) for b in group_bursts]
-                m.copies += sum(b.packets for b in copies)
-                self.copies += sum(b.packets for b in copies)
+                if m.queue is not None:  # split mode: count what the member's queue accepts
+                    copies = [a for a in map(m.queue.offer, copies) if a is not None]
+                n = sum(b.packets for b in copies)
+                m.copies += n
+                self.copies += n
                 if m.queue is None:
                     m.vnic.deliver(copies)
                 else:
-                    for c in copies:
-                        m.queue.offer(c)
-                    if not m._busy:
-                        self._split_pass(m)
+                    m.poller.kick()
 
-    def _split_pass(self, m: Member) -> None:
-        """splitRxMode: the member's context copies what its queue holds, then fills its vNIC."""
-        batch = m.queue.claim_all()
-        if not batch:
-            m._busy = False
-            return
-        m._busy = True
+    def _split_cost(self, m: Member, batch: list[Burst]) -> tuple[float, int, int]:
+        """splitRxMode, one pass of the member's context: copy and vNIC backend work."""
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
-        m.context.then(self._copy_cycles(m, packets, n_bytes),
-                       lambda: self._split_done(m, batch), packets=packets, n_bytes=n_bytes)
-
-    def _split_done(self, m: Member, batch: list[Burst]) -> None:
-        m.queue.release(batch)
-        m.vnic.deliver(batch)
-        self._split_pass(m)
+        return self._copy_cycles(m, packets, n_bytes), packets, n_bytes

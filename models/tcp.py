@@ -20,7 +20,8 @@ Modelled:
 - RTT: sampled by the sender from the echoed send time of the segment that triggered each ACK
   (the timestamp option), so it is whatever the pipeline's delays make it.
 Left out: SACK scoreboard beyond the first hole, PAWS, ECN, Nagle/delayed ACK interactions
-beyond the PSH rule; the socket size *is* the window (no Linux doubling).
+beyond the PSH rule; the socket size is the receive window (the send buffer
+holds ``stack.sndbuf_scale`` times it: Linux doubles SO_SNDBUF).
 Units: bytes, frames, seconds.
 """
 from __future__ import annotations
@@ -59,7 +60,7 @@ class TcpSender:
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
                  seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
-                 emit: Callable[[Burst], None]):
+                 emit: Callable[[Burst], None], peer_window_bytes: int | None = None):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
@@ -69,7 +70,10 @@ class TcpSender:
         self.write_seq = self.snd_una = self.snd_nxt = 0
         self.cwnd = params.initial_cwnd_segments * mss_bytes
         self.ssthresh = math.inf
-        self.peer_right_edge = sndbuf_bytes  # until the first ACK: the socket size
+        # Until the first ACK: the window the receiver's SYN-ACK advertised (not this sender's
+        # own buffer, which holds sndbuf_scale x the socket size). None: the buffer (unit tests
+        # of a lone sender whose receiver has the same size).
+        self.peer_right_edge = sndbuf_bytes if peer_window_bytes is None else peer_window_bytes
         self.dupacks = 0
         self.recover: int | None = None
         self.srtt_s: float | None = None
@@ -248,8 +252,10 @@ class TcpReceiver:
         self._last_echo = -1.0
         self._delack_gen = 0
         self._last_right_edge = self.max_window
+        self._max_right_edge = self.max_window  # the furthest edge ever advertised
         self._reader: simpy.Event | None = None
         self.bytes_read = 0
+        self.beyond_window_bytes = 0  # data received past the right edge last advertised
         self.acks_sent = 0
         self.acks_piggybacked = 0
 
@@ -263,6 +269,10 @@ class TcpReceiver:
 
     def on_data(self, burst: Burst) -> None:
         start, end = burst.seq, burst.seq + burst.payload_bytes
+        # A sender must stay inside the advertised window; a window probe (at most an MSS
+        # at rcv_nxt while the window is closed) is allowed, as TCP does.
+        if not (start == self.rcv_nxt >= self._max_right_edge and end - start <= self.mss):
+            self.beyond_window_bytes += max(0, end - max(self._max_right_edge, start))
         if end <= self.rcv_nxt:
             self._ack(1, dup=True, echo=burst.sent_s)
         elif start <= self.rcv_nxt:
@@ -307,6 +317,7 @@ class TcpReceiver:
         self._delack_gen += 1
         wnd = self.window()
         self._last_right_edge = self.rcv_nxt + wnd
+        self._max_right_edge = max(self._max_right_edge, self._last_right_edge)
         sack_edge = self._ooo_starts[0] if self._ooo_starts else 0
         return Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
                      window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,

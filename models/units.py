@@ -7,6 +7,7 @@ bytes->bits, cycles->seconds and frame-size computation in the project goes thro
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 BITS_PER_BYTE = 8
 NS_PER_S = 1e9
@@ -75,6 +76,18 @@ def cycles_to_s(cycles: float, clock_hz: float) -> float:
     return cycles / clock_hz
 
 
+def s_to_cycles(s: float, clock_hz: float) -> float:
+    return s * clock_hz
+
+
+def s_to_ms(s: float) -> float:
+    return s * MS_PER_S
+
+
+def gbps_to_bits_per_s(gbps: float) -> float:
+    return gbps * 1e9
+
+
 def tcp_header_bytes(timestamps: bool) -> int:
     """IP + TCP header bytes per segment (52 with the timestamp option, 40 without)."""
     return IP_HEADER_BYTES + TCP_HEADER_BYTES + (TCP_TIMESTAMP_OPTION_BYTES if timestamps else 0)
@@ -96,21 +109,52 @@ def vxlan_frame_wire_bytes(inner_ip_packet_bytes: int) -> int:
     return frame_wire_bytes(inner_ip_packet_bytes + VXLAN_OVERHEAD_BYTES)
 
 
+def tso_segment_payload_bytes(tso_max_bytes: int, mss: int, header_bytes: int) -> int:
+    """Largest TSO segment payload: whole MSS only (Linux's tcp_tso_autosize), headers included
+    in ``tso_max_bytes`` (64KB -> 45 x 1448 = 65160 at MTU 1500), at least one MSS."""
+    return max(mss, (tso_max_bytes - header_bytes) // mss * mss)
+
+
 def frames_for_payload(payload_bytes: int, frame_payload_bytes: int) -> int:
     """Frames needed to carry ``payload_bytes`` (at least one: a pure ACK is a frame)."""
     return max(1, math.ceil(payload_bytes / frame_payload_bytes))
 
 
-def burst_wire_bytes(payload_bytes: int, frames: int, header_bytes: int, frame_payload_bytes: int) -> int:
-    """Wire bytes of ``frames`` frames carrying ``payload_bytes`` in full frames plus a tail."""
+def sum_over_frames(payload_bytes: int, frames: int, header_bytes: int, frame_payload_bytes: int,
+                    per_frame: Callable[[int], float]) -> float:
+    """``per_frame(ip_bytes)`` summed over ``frames`` frames carrying ``payload_bytes`` in full
+    frames of ``frame_payload_bytes`` plus a tail (header-only frames when there is no payload)."""
     if payload_bytes <= 0:
-        return frames * frame_wire_bytes(header_bytes)
+        return frames * per_frame(header_bytes)
     full = min(frames, payload_bytes // frame_payload_bytes)
     tail_payload = payload_bytes - full * frame_payload_bytes
-    wire = full * frame_wire_bytes(header_bytes + frame_payload_bytes)
+    total = full * per_frame(header_bytes + frame_payload_bytes)
     if tail_payload > 0:
-        wire += frame_wire_bytes(header_bytes + tail_payload)
-    return wire
+        total += per_frame(header_bytes + tail_payload)
+    return total
+
+
+def burst_wire_bytes(payload_bytes: int, frames: int, header_bytes: int, frame_payload_bytes: int) -> int:
+    """Wire bytes of ``frames`` frames carrying ``payload_bytes`` in full frames plus a tail."""
+    return sum_over_frames(payload_bytes, frames, header_bytes, frame_payload_bytes,
+                           frame_wire_bytes)
+
+
+def frame_l2_bytes(ip_bytes: int) -> int:
+    """A frame as DMA'd: MAC header + IP packet, padded to 60 (the FCS is stripped)."""
+    return max(ETH_MIN_FRAME_BYTES - ETH_FCS_BYTES, ip_bytes + ETH_HEADER_BYTES)
+
+
+def rx_dma_bytes(payload_bytes: int, frames: int, header_bytes: int) -> int:
+    """Bytes of received frames in host memory: payload plus a MAC + IP + transport header per
+    frame (no padding, no FCS)."""
+    return payload_bytes + frames * (header_bytes + ETH_HEADER_BYTES)
+
+
+def tx_dma_bytes(payload_bytes: int, packets: int, header_bytes: int) -> int:
+    """Bytes a NIC reads to send: payload plus one MAC + IP + transport header per packet (a
+    TSO segment's header is replicated onto its frames by the card)."""
+    return payload_bytes + packets * (header_bytes + ETH_HEADER_BYTES)
 
 
 def line_rate_goodput_gbps(line_rate_gbps: float, mtu_bytes: int, timestamps: bool) -> float:
@@ -134,9 +178,10 @@ def pcie_link_gbps(gen: int, lanes: int) -> float:
     return PCIE_GT_PER_S[gen] * lanes * pcie_encoding_efficiency(gen)
 
 
-def pcix_bus_gbps(clock_mhz: float) -> float:
-    """Raw bandwidth of a 64-bit PCI-X bus, shared by both directions (266 MHz: 17.0 Gbps)."""
-    return clock_mhz * 1e6 * PCIX_BUS_WIDTH_BITS / 1e9
+def pcix_bus_gbps(rate_mtps: float) -> float:
+    """Raw bandwidth of a 64-bit PCI-X bus, shared by both directions (PCI-X 266: 266 million
+    transfers per second, 17.0 Gbps)."""
+    return rate_mtps * 1e6 * PCIX_BUS_WIDTH_BITS / 1e9
 
 
 def tlp_bytes(payload_bytes: float, max_payload_bytes: int, overhead_bytes: int) -> float:

@@ -70,28 +70,39 @@ class Vswitch:
     def rx_extra_cycles(self, batch: list[Burst]) -> float:
         """Beyond ``cycles``, what the receiving context pays for ``batch`` as the NIC delivered
         it: decapsulation and multicast copies (or hand-offs in split mode)."""
-        cycles = self.replicator.cycles(batch)
-        tunnelled = [b for b in batch if b.encap_bytes]
-        if tunnelled:
-            cycles += self.vtep.rx_cycles(sum(b.packets for b in tunnelled),
-                                          sum(b.payload_bytes for b in tunnelled))
-        return cycles
+        return self.replicator.cycles(batch) + self.vtep.rx_batch_cycles(batch)
 
-    def transmit(self, burst: Burst) -> None:
-        """From a vNIC: to another local port, or out of the uplink."""
+    def transmit(self, burst: Burst, context=None) -> None:
+        """From a vNIC: to another local port, or out of the uplink. ``context`` is the one
+        running this pass (the sender's networking context): a local delivery first pays the
+        destination vNIC's backend receive cost there (``rx_backend_cycles`` of the vNIC whose
+        ``deliver`` the port holds), as the uplink's RX handler does for traffic from outside."""
         local = self.ports.get(burst.dst)
         if local is not None and burst.dst >= 0:
-            local([burst.as_frames()])
+            burst = burst.as_frames()
+            rx_cost = getattr(getattr(local, "__self__", None), "rx_backend_cycles", None)
+            if context is not None and rx_cost is not None:
+                context.then(rx_cost(burst.packets, burst.payload_bytes),
+                             lambda: local([burst]), packets=burst.packets,
+                             n_bytes=burst.payload_bytes)
+            else:
+                local([burst])
             return
         burst = self.vtep.encap(burst)
-        if not len(self.pending) and self.uplink.tx_queue(burst).free >= burst.packets:
+        if not len(self.pending) and self._fits(burst):
             self.uplink.send(burst)
         else:
             self.pending.offer(burst)
 
+    def _fits(self, burst: Burst) -> bool:
+        """Room for ``burst`` in its NIC TX ring. A burst of more packets than the ring holds
+        (the config check rejects that) waits for an empty ring only, and the ring then drops
+        what does not fit (``tx_ring_full``) instead of stalling the uplink forever."""
+        ring = self.uplink.tx_queue(burst)
+        return ring.free >= min(burst.packets, ring.capacity)
+
     def _drain(self) -> None:
-        while len(self.pending) and \
-                self.uplink.tx_queue(self.pending.peek()).free >= self.pending.peek().packets:
+        while len(self.pending) and self._fits(self.pending.peek()):
             burst = self.pending.claim()
             self.pending.release([burst])
             self.uplink.send(burst)

@@ -100,6 +100,15 @@ class Vtep:
         self.decapsulated_frames += burst.frames
         return burst._copy(header_bytes=burst.header_bytes - burst.encap_bytes, encap_bytes=0)
 
+    def uplink_packets(self, packets: int, n_bytes: int) -> int:
+        """Packets the uplink gets for a batch of ``packets`` packets of ``n_bytes`` payload:
+        the same without software segmentation, else one per frame (what ``encap`` does to
+        each burst, estimated from the batch's counts as the class docstring says)."""
+        p = self.params
+        if not p.enabled or p.offload or packets <= 0:
+            return packets
+        return max(packets, math.ceil(n_bytes / self.mss_bytes))
+
     def tx_cycles(self, packets: int, n_bytes: int) -> float:
         """Cycles to encapsulate ``packets`` packets of ``n_bytes`` payload (one batch)."""
         p = self.params
@@ -107,8 +116,17 @@ class Vtep:
             return 0.0
         if p.offload:  # the NIC replicates the outer headers into each frame it cuts
             return p.encap.cycles(packets, n_bytes, 0)
-        frames = max(packets, math.ceil(n_bytes / self.mss_bytes))
+        frames = self.uplink_packets(packets, n_bytes)
         return p.encap.cycles(frames, n_bytes, 0) + p.sw_segment.cycles(frames, n_bytes, 0)
+
+    def rx_batch_cycles(self, batch: list[Burst]) -> float:
+        """Decapsulation of the tunnelled bursts of a received ``batch``, per frame: hardware
+        LRO does not merge tunnelled frames (left out), so each one is decapsulated."""
+        tunnelled = [b for b in batch if b.encap_bytes]
+        if not tunnelled:
+            return 0.0
+        return self.rx_cycles(sum(b.frames for b in tunnelled),
+                              sum(b.payload_bytes for b in tunnelled))
 
     def rx_cycles(self, packets: int, n_bytes: int) -> float:
         """Cycles to decapsulate ``packets`` received packets of ``n_bytes`` payload."""

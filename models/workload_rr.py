@@ -32,7 +32,7 @@ import simpy
 from models import units
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads import WORKLOADS, Workload, WorkloadParams
+from models.workloads import WORKLOADS, Workload, WorkloadParams, open_connection, read, write
 
 
 class LatencySample:
@@ -77,25 +77,17 @@ class TcpRr(Workload):
                     (client, c_side), (server, s_side) = (vm, "vm"), (peers[v], "peer")
                 else:
                     (client, c_side), (server, s_side) = (peers[v], "peer"), (vm, "vm")
-                c = self._open(client, server, flow, mss_bytes, seg_max[c_side])
-                srv = self._open(server, client, flow, mss_bytes, seg_max[s_side])
-                session = _Session(flow, v, c, srv)
+                c_snd, s_rcv = open_connection(client, server, flow, mss_bytes=mss_bytes,
+                                               seg_max_bytes=seg_max[c_side],
+                                               socket_bytes=params.socket_bytes)
+                s_snd, c_rcv = open_connection(server, client, flow, mss_bytes=mss_bytes,
+                                               seg_max_bytes=seg_max[s_side],
+                                               socket_bytes=params.socket_bytes)
+                session = _Session(flow, v, _join(c_snd, c_rcv), _join(s_snd, s_rcv))
                 self.sessions.append(session)
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
                 env.process(self._client(client, session, start_s))
                 env.process(self._server(server, session))
-
-    def _open(self, host: StackHost, other: StackHost, flow: int, mss: int,
-              seg_max: int) -> tuple[TcpSender, TcpReceiver]:
-        """One host's half of the connection: its sender, its receiver, piggy-backing joined."""
-        sock = self.params.socket_bytes
-        snd = host.open_sender(flow, other.endpoint, mss_bytes=mss, seg_max_bytes=seg_max,
-                               sndbuf_bytes=sock)
-        rcv = host.open_receiver(flow, other.endpoint, mss_bytes=mss, rcvbuf_bytes=sock,
-                                 peer_scales=other.stack.window_scaling)
-        rcv.interactive = True
-        snd.ack_source = rcv.take_ack
-        return snd, rcv
 
     # -- the two applications -----------------------------------------------------------------
     def _client(self, host: StackHost, session: _Session, start_s: float):
@@ -117,26 +109,13 @@ class TcpRr(Workload):
             yield from self._write(host, snd, rr.response_bytes)
 
     def _write(self, host: StackHost, snd: TcpSender, n_bytes: int):
-        """One send() call of ``n_bytes`` (blocks while the send buffer lacks room)."""
-        ctx = host.app_context(snd.flow)
-        written = 0
-        while written < n_bytes:
-            if snd.space() <= 0:
-                yield snd.wait_space(1)
-            n = min(snd.space(), n_bytes - written)
-            yield ctx.execute(host.stack.send_call.cycles(0, n, 1 if written == 0 else 0))
-            snd.write(n)
-            written += n
+        """One send() call of ``n_bytes`` (blocks while the send buffer lacks room; it goes on
+        as soon as any byte is free)."""
+        return write(host, snd, n_bytes, n_bytes, wake=1)
 
     def _read(self, host: StackHost, rcv: TcpReceiver, n_bytes: int):
         """recv() calls until ``n_bytes`` have been read (one call per wake-up)."""
-        ctx = host.app_context(rcv.flow)
-        got = 0
-        while got < n_bytes:
-            yield rcv.wait_readable()
-            n = min(rcv.readable, n_bytes - got)
-            yield ctx.execute(host.stack.recv_call.cycles(0, n, 1))
-            got += rcv.read(n)
+        return read(host, rcv, n_bytes, n_bytes)
 
     # -- what the recorder asks -------------------------------------------------------------
     def flows(self) -> list[dict]:
@@ -169,6 +148,14 @@ class TcpRr(Workload):
         return {"rr_sessions": [{"flow": s.flow, "vm": s.vm, "transactions_per_s":
                                  d[f"session.{s.flow}.transactions"] / window_s}
                                 for s in self.sessions]}
+
+
+def _join(snd: TcpSender, rcv: TcpReceiver) -> tuple[TcpSender, TcpReceiver]:
+    """One host's half of the connection, piggy-backing joined: its receiver holds the ACK of
+    a pushed burst, its sender carries it."""
+    rcv.interactive = True
+    snd.ack_source = rcv.take_ack
+    return snd, rcv
 
 
 WORKLOADS["tcp_rr"] = TcpRr

@@ -190,13 +190,10 @@ class TcpStream(Workload):
             for s in range(params.sessions_per_vm):
                 flow = v * params.sessions_per_vm + s
                 src, dst = (vm, peer) if params.direction == "tx" else (peer, vm)
-                src_side, dst_id = ("vm", -1) if params.direction == "tx" else ("peer", v)
-                sender = src.open_sender(flow, dst_id, mss_bytes=mss_bytes,
-                                         seg_max_bytes=seg_max[src_side],
-                                         sndbuf_bytes=params.socket_bytes)
-                receiver = dst.open_receiver(flow, v if params.direction == "tx" else -1,
-                                             mss_bytes=mss_bytes, rcvbuf_bytes=params.socket_bytes,
-                                             peer_scales=src.stack.window_scaling)
+                src_side = "vm" if params.direction == "tx" else "peer"
+                sender, receiver = open_connection(src, dst, flow, mss_bytes=mss_bytes,
+                                                   seg_max_bytes=seg_max[src_side],
+                                                   socket_bytes=params.socket_bytes)
                 self.connections.append(Connection(flow, v, sender, receiver))
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
                 env.process(self._send_loop(src, sender, start_s))
@@ -209,12 +206,9 @@ class TcpStream(Workload):
                 for c in self.connections]
 
     def _send_loop(self, host: StackHost, tcp: TcpSender, start_s: float):
-        """send() calls back to back; one task covers every call the free buffer space allows
-        (each call still pays its fixed cost). The writer sleeps until a third of the buffer is
-        free (Linux's sk_stream wake-up rule) or the current message fits."""
+        """send() calls back to back (``write_some``); paced, one message when it is due."""
         yield self.env.timeout(start_s)
-        ctx, call, msg = host.app_context(tcp.flow), host.stack.send_call, self.params.message_bytes
-        wake = min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
+        msg = self.params.message_bytes
         rate_bytes_per_s = units.mbps_to_bytes_per_s(self.params.rate_limit_mbps)
         written, t0 = 0, self.env.now
         while True:
@@ -222,22 +216,81 @@ class TcpStream(Workload):
                 due_s = t0 + written / rate_bytes_per_s
                 if due_s > self.env.now:
                     yield self.env.timeout(due_s - self.env.now)
-            if tcp.space() < min(wake, msg - written % msg):
-                yield tcp.wait_space(min(wake, msg - written % msg))
-            n = tcp.space() if not rate_bytes_per_s else min(tcp.space(), msg - written % msg)
-            calls = _starts(written + n, msg) - _starts(written, msg)
-            yield ctx.execute(call.cycles(0, n, calls), n_bytes=n)  # n: bytes copied (NUMA)
-            tcp.write(n)
-            written += n
+            rest = msg - written % msg  # the current message's bytes not yet written
+            written += yield from write_some(host, tcp, rest if rate_bytes_per_s else None,
+                                             msg, offset=written,
+                                             need=min(wake_bytes(tcp), rest))
 
     def _recv_loop(self, host: StackHost, tcp: TcpReceiver):
         """recv() of up to one message per call; one task takes everything readable."""
-        ctx, call, msg = host.app_context(tcp.flow), host.stack.recv_call, self.params.message_bytes
         while True:
-            yield tcp.wait_readable()
-            n = tcp.readable
-            yield ctx.execute(call.cycles(0, n, -(-n // msg)), n_bytes=n)
-            tcp.read(n)
+            yield from read_some(host, tcp, None, self.params.message_bytes)
+
+
+# -- what every TCP workload's applications do -------------------------------------------------
+def open_connection(src: StackHost, dst: StackHost, flow: int, *, mss_bytes: int,
+                    seg_max_bytes: int, socket_bytes: int) -> tuple[TcpSender, TcpReceiver]:
+    """Open the ``src`` -> ``dst`` direction of connection ``flow``: ``dst``'s receiver, then
+    ``src``'s sender, which starts from the window the receiver advertises (its SYN-ACK), not
+    from its own (larger: ``sndbuf_scale``) send buffer. Both get ``socket_bytes`` sockets."""
+    receiver = dst.open_receiver(flow, src.endpoint, mss_bytes=mss_bytes,
+                                 rcvbuf_bytes=socket_bytes, peer_scales=src.stack.window_scaling)
+    sender = src.open_sender(flow, dst.endpoint, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
+                             sndbuf_bytes=socket_bytes,
+                             peer_window_bytes=receiver.rcv_nxt + receiver.window())
+    return sender, receiver
+
+
+def wake_bytes(tcp: TcpSender) -> int:
+    """Free send-buffer space that wakes a blocked writer (Linux's sk_stream rule: a third of
+    the buffer, at least an MSS)."""
+    return min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
+
+
+def write_some(host: StackHost, tcp: TcpSender, want: int | None, msg: int, *, offset: int,
+               need: int):
+    """One wake-up of a writer (a generator; returns the bytes written): block until ``need``
+    bytes are free, then one CPU task of back-to-back send() calls of up to ``msg`` bytes
+    covering ``min(free space, want)`` (``want`` None: all the free space). ``offset`` is the
+    writer's position in its stream (a call starts at each multiple of ``msg``); each call pays
+    its fixed cost, every byte its copy."""
+    if tcp.space() < need:
+        yield tcp.wait_space(need)
+    n = tcp.space() if want is None else min(tcp.space(), want)
+    calls = _starts(offset + n, msg) - _starts(offset, msg)
+    yield host.app_context(tcp.flow).execute(host.stack.send_call.cycles(0, n, calls),
+                                             n_bytes=n)  # n: bytes copied (NUMA)
+    tcp.write(n)
+    return n
+
+
+def write(host: StackHost, tcp: TcpSender, n_bytes: int, msg: int, *, wake: int | None = None):
+    """send() calls of up to ``msg`` bytes until ``n_bytes`` are in the send buffer (a
+    generator): one task per wake-up; the writer wakes at ``wake`` free bytes (default
+    ``wake_bytes``) or when the rest fits. ``msg = n_bytes`` is one send() call."""
+    wake = wake_bytes(tcp) if wake is None else wake
+    done = 0
+    while done < n_bytes:
+        done += yield from write_some(host, tcp, n_bytes - done, msg, offset=done,
+                                      need=min(wake, n_bytes - done))
+
+
+def read_some(host: StackHost, tcp: TcpReceiver, want: int | None, msg: int):
+    """One wake-up of a reader (a generator; returns the bytes read): wait until data is
+    readable, then one task of recv() calls of up to ``msg`` bytes taking ``min(readable,
+    want)`` (``want`` None: everything readable)."""
+    yield tcp.wait_readable()
+    n = tcp.readable if want is None else min(tcp.readable, want)
+    yield host.app_context(tcp.flow).execute(host.stack.recv_call.cycles(0, n, -(-n // msg)),
+                                             n_bytes=n)
+    return tcp.read(n)
+
+
+def read(host: StackHost, tcp: TcpReceiver, n_bytes: int, msg: int):
+    """recv() calls of up to ``msg`` bytes until ``n_bytes`` have been read (a generator)."""
+    got = 0
+    while got < n_bytes:
+        got += yield from read_some(host, tcp, n_bytes - got, msg)
 
 
 def _starts(offset: int, msg: int) -> int:

@@ -89,7 +89,7 @@ def build(cfg: Config, replication: int = 0) -> Model:
         model.nics.append(nic)
         model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
                                        mss_bytes=mss))
-        peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng(f"peer{p}"))
+        peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng)  # per context
         peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
         model.peers.append(peer)
         _wire_cable(nic, peer.nic)
@@ -119,7 +119,9 @@ def build(cfg: Config, replication: int = 0) -> Model:
 
 
 def _seg_max(tso: bool, cfg: Config, mss: int) -> int:
-    return cfg.nic.tso_max_bytes if tso else mss
+    """Largest segment a side hands its device: a TSO segment, or one MSS without TSO."""
+    hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
+    return units.tso_segment_payload_bytes(cfg.nic.tso_max_bytes, mss, hdr) if tso else mss
 
 
 def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
@@ -140,8 +142,10 @@ def _build_vm(model: Model, i: int, placer: Placement, rng) -> None:
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
+                     # the uplink driver pays per packet it is handed: one per frame when
+                     # VXLAN segments in software (Vtep.uplink_packets)
                      backend_extra_cycles=lambda p, b: vswitch.tx_cycles(p, b)
-                     + hv.tx_driver_cycles(p, b))
+                     + hv.tx_driver_cycles(vswitch.vtep.uplink_packets(p, b), b))
     vm.attach(vnic)
     vswitch.connect(i, vnic.deliver)
     model.vms.append(vm)

@@ -56,8 +56,8 @@ def compose_dict(config_dir: str, overrides: list[str], unknown: list[str] | Non
 
 def _compose(config_dir: str, overrides: list[str]):
     GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+    try:  # Hydra wants an absolute directory; notebooks pass "configs"
+        with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
     finally:
         GlobalHydra.instance().clear()
@@ -78,9 +78,20 @@ def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
     for batch in BasicSweeper.split_arguments(parsed, None):
         for combo in batch:
             unknown: list[str] = []
-            to_config(compose_dict(config_dir, list(combo), unknown))
+            cfg = to_config(compose_dict(config_dir, list(combo), unknown))
+            _check_builds(cfg)
             appended.update(o.partition("=")[0] for o in unknown)
     return [f"+{o}" if o.partition("=")[0] in appended else o for o in overrides]
+
+
+def _check_builds(cfg: Config) -> None:
+    """Build the model once (no run): checks that only the assembled parts can make (a
+    component's parameters derived from several groups) report as one line too."""
+    from sim.builder import build
+    try:
+        build(cfg)
+    except ValueError as exc:
+        raise ConfigError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
 def _check_groups(config_dir: str, overrides: list[str]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from models import units
+from models.base import check
 from models.cpu import CpuParams, NumaParams
 from models.guest import GuestParams
 from models.hypervisor import HypervisorParams
@@ -47,10 +48,10 @@ class RunParams:
     replications: int = 3
 
     def __post_init__(self):
-        _require(self.seed >= 0, "seed", self.seed, ">= 0")
-        _require(self.warmup_s >= 0, "warmup_s", self.warmup_s, ">= 0")
-        _require(self.measure_s > 0, "measure_s", self.measure_s, "> 0")
-        _require(1 <= self.replications <= 1000, "replications", self.replications, "in 1..1000")
+        check(self.seed >= 0, "seed", self.seed, ">= 0")
+        check(self.warmup_s >= 0, "warmup_s", self.warmup_s, ">= 0")
+        check(self.measure_s > 0, "measure_s", self.measure_s, "> 0")
+        check(1 <= self.replications <= 1000, "replications", self.replications, "in 1..1000")
 
 
 @dataclass(frozen=True)
@@ -77,15 +78,15 @@ class HostParams:
     numa_io_period_ms: float = 10.0
 
     def __post_init__(self):
-        _require(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
-        _require(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
+        check(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
+        check(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
                  f"in 0..{self.cpu.n_cores - 1} (the host's cores)")
-        _require(1 <= self.ports_per_card <= 8, "ports_per_card", self.ports_per_card, "in 1..8")
-        _require(self.placement in POLICIES, "placement", self.placement, f"one of {POLICIES}")
-        _require(0 <= self.numa_io_threshold_pct <= 200, "numa_io_threshold_pct",
+        check(1 <= self.ports_per_card <= 8, "ports_per_card", self.ports_per_card, "in 1..8")
+        check(self.placement in POLICIES, "placement", self.placement, f"one of {POLICIES}")
+        check(0 <= self.numa_io_threshold_pct <= 200, "numa_io_threshold_pct",
                  self.numa_io_threshold_pct, "in 0..200 (percent of one core)")
-        _require(self.numa_io_period_ms > 0, "numa_io_period_ms", self.numa_io_period_ms, "> 0")
-        _require(self.numa.card_node < self.cpu.sockets, "numa.card_node", self.numa.card_node,
+        check(self.numa_io_period_ms > 0, "numa_io_period_ms", self.numa_io_period_ms, "> 0")
+        check(self.numa.card_node < self.cpu.sockets, "numa.card_node", self.numa.card_node,
                  f"in 0..{self.cpu.sockets - 1} (cpu.sockets={self.cpu.sockets})")
 
     @property
@@ -110,11 +111,6 @@ class Config:
     peer: PeerParams = field(default_factory=PeerParams)
     tcp: TcpParams = field(default_factory=TcpParams)
     workload: WorkloadParams = field(default_factory=WorkloadParams)
-
-
-def _require(cond: bool, name: str, value, allowed: str) -> None:
-    if not cond:
-        raise ValueError(f"{name}={value!r}: must be {allowed}")
 
 
 def to_config(mapping: Mapping[str, Any]) -> Config:
@@ -182,7 +178,24 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"workload.multicast.packet_bytes={cfg.workload.multicast.packet_bytes}: "
                           f"must be <= {udp_max} (one frame at the guests' MTU {guest_mtu}: "
                           f"IP fragmentation is not modelled)")
+    _check_vxlan_tx_ring(cfg)
     _check_hypervisor_features(cfg)
+
+
+def _check_vxlan_tx_ring(cfg: Config) -> None:
+    """VXLAN without offload hands the uplink one packet per frame of a TSO segment: the NIC TX
+    ring must hold a whole segment's frames (ceil(TSO segment / MSS) slots)."""
+    vxlan = cfg.hypervisor.vswitch.vxlan
+    if not (vxlan.enabled and not vxlan.offload and cfg.vnic.tso and cfg.nic.tso):
+        return
+    mss = units.mss_bytes(inner_mtu_bytes(vxlan, cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
+    seg = units.tso_segment_payload_bytes(cfg.nic.tso_max_bytes, mss,
+                                          units.tcp_header_bytes(cfg.tcp.timestamps))
+    need = -(-seg // mss)
+    if cfg.nic.tx_ring_slots < need:
+        raise ConfigError(f"nic.tx_ring_slots={cfg.nic.tx_ring_slots}: must be >= {need} with "
+                          f"hypervisor.vswitch.vxlan.offload=false (a {seg}-byte TSO segment "
+                          f"becomes ceil({seg}/{mss}) = {need} packets, one per frame)")
 
 
 def _check_hypervisor_features(cfg: Config) -> None:

@@ -90,7 +90,8 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     host = nics[nics["nic"].isin([n.name for n in model.nics])].sum(numeric_only=True)
     dropped = float(drops["frames"].sum()) if len(drops) else 0.0
     offered = dropped + d["frames_delivered"]  # every frame is delivered, dropped or in flight
-    busy_cycles = sum(d[f"core.{c.index}.busy_s"] for c in model.cpu.cores) * cfg.host.cpu.clock_hz
+    busy_cycles = units.s_to_cycles(sum(d[f"core.{c.index}.busy_s"] for c in model.cpu.cores),
+                                    cfg.host.cpu.clock_hz)
     per_vm = vms["goodput_gbps"].to_numpy()
     summary = {
         "goodput_gbps": goodput,
@@ -98,7 +99,8 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
         "host_packets_per_s": float(host["tx_packets_per_s"] + host["rx_delivered_frames_per_s"]),
         "loss_ratio": dropped / offered if offered else 0.0,
         "host_cpu_util_pct": float(cores["util_pct"].mean()),
-        "cycles_per_bit": busy_cycles / (goodput * 1e9 * window_s) if goodput > 0 else float("nan"),
+        "cycles_per_bit": busy_cycles / (units.gbps_to_bits_per_s(goodput) * window_s)
+        if goodput > 0 else float("nan"),
         "rtt_us": _mean_rtt_us(d, model),
         "jain_index": float(per_vm.sum() ** 2 / (len(per_vm) * (per_vm ** 2).sum()))
         if (per_vm ** 2).sum() > 0 else float("nan"),

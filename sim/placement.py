@@ -21,6 +21,8 @@ every such call, the core of each layout.
 """
 from __future__ import annotations
 
+from models.base import sums_by_dst
+
 POLICIES = ("pinned", "spread", "numa_io")
 
 
@@ -165,13 +167,9 @@ def _with_copy_penalty(cost, ctx, vms):
     memory, when that memory is on another node than the handler's core."""
     def wrapped(batch, is_interrupt):
         cycles = cost(batch, is_interrupt)
-        per_vm: dict[int, list] = {}
-        for b in batch:
-            if 0 <= b.dst < len(vms):
-                acc = per_vm.setdefault(b.dst, [0, 0])
-                acc[0] += b.packets
-                acc[1] += b.payload_bytes
-        for dst, (packets, n_bytes) in per_vm.items():
+        for dst, (packets, n_bytes) in sums_by_dst(batch).items():
+            if not 0 <= dst < len(vms):
+                continue
             penalty = ctx.remote_penalty_cycles(packets, n_bytes, vms[dst].vcpus[0].home_node)
             ctx.remote_cycles += penalty  # the context's own count of NUMA penalty cycles
             cycles += penalty

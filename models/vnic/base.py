@@ -31,7 +31,7 @@ from typing import Callable
 
 import simpy
 
-from models.base import Burst, CycleCost, Ring, Stats, check
+from models.base import Burst, CycleCost, Ring, RingPoller, Stats, check
 from models.cpu import Context
 
 DEVICES: dict[str, type["VirtualNic"]] = {}  # filled by models.vnic.devices
@@ -85,23 +85,32 @@ class VnicParams:
 
 
 class _TxQueue:
-    """One transmit queue: its ring and the backend context that serves it."""
+    """One transmit queue: its ring and the backend context that serves it (``poller``)."""
 
     def __init__(self, name: str, slots: int, stats: Stats, backend: Context):
         self.ring = Ring(f"{name}.tx_ring", slots, stats, unit="packets",
                          drop_reason="vnic_tx_ring_full")
         self.backend = backend
-        self.busy = False  # the backend is in a pass (it will poll the ring again)
+        self.poller: RingPoller | None = None  # set by the device
+
+    @property
+    def busy(self) -> bool:
+        """The backend is in a pass (it will poll the ring again)."""
+        return self.poller.busy
 
 
 class _RxQueue:
-    """One receive queue: its ring and the vCPU its virtual interrupt runs on."""
+    """One receive queue: its ring and the vCPU its virtual interrupt runs on (``poller``)."""
 
     def __init__(self, name: str, slots: int, stats: Stats, vcpu: Context):
         self.ring = Ring(f"{name}.rx_ring", slots, stats, unit="frames",
                          drop_reason="vnic_rx_ring_full")
         self.vcpu = vcpu
-        self.polling = False
+        self.poller: RingPoller | None = None  # set by the device
+
+    @property
+    def polling(self) -> bool:
+        return self.poller.busy
 
 
 class VirtualNic:
@@ -132,6 +141,11 @@ class VirtualNic:
                     for k in range(params.tx_queues)]
         self.rxq = [_RxQueue(qname(k), params.rx_ring_slots, stats, vcpus[k % len(vcpus)])
                     for k in range(params.rx_queues)]
+        for q in self.txq:
+            q.poller = RingPoller(q.ring, q.backend, self._tx_pass_cost,
+                                  lambda batch, q=q: self._tx_deliver(batch, q.backend))
+        for q in self.rxq:
+            q.poller = RingPoller(q.ring, q.vcpu, self._rx_pass_cost, self._rx_deliver)
         self.guest_rx_cost: Callable[[list[Burst]], float] = lambda batch: 0.0
         self.guest_rx_deliver: Callable[[list[Burst]], None] = lambda batch: None
         self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
@@ -174,36 +188,38 @@ class VirtualNic:
 
     # -- guest side -------------------------------------------------------------------------
     def tx_guest_cycles(self, burst: Burst) -> float:
-        """vCPU cycles of the driver's transmit of one burst (exits included)."""
-        exits = self.tx_exits(burst.packets, self.tx_doorbells(self.tx_queue_of(burst)))
+        """vCPU cycles of the driver's transmit of one burst: its work and the per-packet
+        exits. The doorbell is not in here: whether one is rung is decided when the burst is
+        posted (``guest_send``), after these cycles ran."""
+        exits = self.tx_exits(burst.packets, 0)
         self.exits += exits
         return self.params.guest_tx.cycles(burst.packets, burst.payload_bytes, 0) + \
             exits * self.exit_cycles
 
-    def guest_send(self, burst: Burst) -> None:
-        """The guest driver posts a burst (after its cycles were paid on the vCPU)."""
+    def guest_send(self, burst: Burst, vcpu: Context) -> None:
+        """The guest driver on ``vcpu`` posts a burst (after its cycles were paid there).
+        A doorbell is rung unless the backend is still polling the queue (decided now, at
+        post time); its exits are charged on ``vcpu`` as a task of their own queued behind
+        the post (the backend is woken at once; the exit delays the vCPU's next work)."""
         q = self.tx_queue_of(burst)
-        if q.ring.offer(burst) is not None and not q.busy:
-            self._tx_pass(q)
+        doorbell_exits = self.tx_exits(0, self.tx_doorbells(q))
+        if doorbell_exits:
+            self.exits += doorbell_exits
+            vcpu.execute(doorbell_exits * self.exit_cycles)
+        if q.ring.offer(burst) is not None:
+            q.poller.kick()
 
-    def _tx_pass(self, q: _TxQueue) -> None:
-        batch = q.ring.claim_all()
-        if not batch:
-            q.busy = False
-            return
-        q.busy = True
+    def _tx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
         cycles = (self.params.backend_tx.cycles(packets, n_bytes)
                   + self._backend_extra(packets, n_bytes))
         # NUMA: the backend touches descriptors and headers, not the payload (zero copy).
-        q.backend.then(cycles, lambda: self._tx_done(q, batch), packets=packets)
+        return cycles, packets, 0
 
-    def _tx_done(self, q: _TxQueue, batch: list[Burst]) -> None:
-        q.ring.release(batch)
-        for burst in batch:
-            self._transmit(burst)
-        self._tx_pass(q)
+    def _tx_deliver(self, batch: list[Burst], backend: Context) -> None:
+        for burst in batch:  # the vswitch runs on the backend's context (local delivery pays)
+            self._transmit(burst, backend)
 
     # -- receive side -----------------------------------------------------------------------
     def rx_backend_cycles(self, packets: int, n_bytes: int) -> float:
@@ -220,25 +236,18 @@ class VirtualNic:
         for q in touched:
             if not q.polling:
                 self.virtual_interrupts += 1
-                self._rx_poll(q, is_interrupt=True)
+                q.poller.kick(is_interrupt=True)
 
-    def _rx_poll(self, q: _RxQueue, is_interrupt: bool) -> None:
-        batch = q.ring.claim_all()
-        if not batch:
-            q.polling = False
-            return
-        q.polling = True
+    def _rx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
         exits = self.rx_exits(packets, int(is_interrupt))
         self.exits += exits
         cycles = (self.params.guest_rx.cycles(packets, n_bytes, int(is_interrupt))
                   + exits * self.exit_cycles + self.guest_rx_cost(batch))
-        q.vcpu.then(cycles, lambda: self._rx_done(q, batch), packets=packets, n_bytes=n_bytes)
+        return cycles, packets, n_bytes
 
-    def _rx_done(self, q: _RxQueue, batch: list[Burst]) -> None:
-        q.ring.release(batch)
+    def _rx_deliver(self, batch: list[Burst]) -> None:
         self.rx_frames += sum(b.frames for b in batch)
         self.rx_packets += sum(b.packets for b in batch)
         self.guest_rx_deliver(batch)
-        self._rx_poll(q, is_interrupt=False)

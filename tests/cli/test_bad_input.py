@@ -52,3 +52,13 @@ def test_bad_value_inside_a_sweep_is_caught_before_any_run(sim_cli, tmp_path):
 def test_unknown_command(sim_cli):
     proc = sim_cli("nope")
     check_one_line_error(proc, "nope", "nope")
+
+
+def test_vxlan_tx_ring_too_small_for_a_software_segmented_tso_packet(sim_cli, tmp_path):
+    """Without VXLAN offload a 64KB TSO segment needs 65160 / 1448 = 45 TX ring slots;
+    fewer used to stall the uplink silently (goodput 0)."""
+    proc = sim_cli("run", "experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
+                   "nic.tx_ring_slots=32", f"hydra.run.dir={tmp_path}")
+    check_one_line_error(proc, "nic.tx_ring_slots", "32")
+    assert ">= 45" in proc.stderr
+    assert not list(tmp_path.rglob("results.json"))

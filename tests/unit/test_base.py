@@ -126,3 +126,28 @@ def test_stage_conservation_error_detects_a_lost_frame():
     assert st.conservation_error() == (1, 0)
     with pytest.raises(AssertionError):
         stats.stage("s")                       # stage names are unique
+
+
+def test_ring_poller_drains_in_passes_and_stops_on_an_empty_ring():
+    import simpy
+
+    from models.base import RingPoller
+    from models.cpu import Context, Core, CpuParams
+    env, stats = simpy.Environment(), Stats()
+    ring = Ring("r", 100, stats)
+    ctx = Context(env, "c", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+    got, irqs = [], []
+
+    def cost(batch, irq):
+        irqs.append(irq)
+        return 1000.0, len(batch), 0
+
+    poller = RingPoller(ring, ctx, cost, got.append)
+    ring.offer(data(2))
+    poller.kick()
+    ring.offer(data(3))   # arrives during the first pass: taken by the re-poll
+    poller.kick()         # no effect while busy
+    assert poller.busy
+    env.run()
+    assert [sum(b.frames for b in batch) for batch in got] == [2, 3]
+    assert irqs == [True, False] and not poller.busy and ring.used == 0 and poller.polls == 2

@@ -93,17 +93,6 @@ def test_same_context_back_to_back_pays_no_switch():
     assert core.switches == 1
 
 
-def test_numa_factor_stretches_service():
-    env = simpy.Environment()
-    ctx = Context(env, "far", make_core(env), rng=rng(), numa_factor=1.5)
-    log = []
-    submit(env, ctx, "t", 1000, log)
-    env.run()
-    assert log == [("t", 1.5)]
-    with pytest.raises(ValueError, match="numa_factor"):
-        Context(env, "bad", make_core(env), rng=rng(), numa_factor=0.9)
-
-
 def test_jitter_has_mean_one_and_the_configured_cv():
     env = simpy.Environment()
     ctx = Context(env, "j", make_core(env, jitter_cv=0.2), rng=np.random.default_rng(7))

@@ -155,3 +155,23 @@ def test_tx_contexts_per_vnic(compose):
     nets = [c.name for c in m.contexts if c.name.startswith("vm0.net")]
     assert nets == ["vm0.net", "vm0.net1"]
     assert [q.backend.name for q in m.vnics[0].txq] == ["vm0.net", "vm0.net1"] * 2
+
+
+def test_software_lro_runs_once_per_batch(monkeypatch):
+    """``cost`` aggregates the batch; ``deliver`` switches that same result, not a second LRO."""
+    import models.hypervisor as hvmod
+    calls = []
+    real = hvmod.software_lro
+    monkeypatch.setattr(hvmod, "software_lro", lambda *a: calls.append(1) or real(*a))
+    vs = FakeVswitch()
+    rx = HypervisorRx(params(), vs, [FakeVnic(True)])
+    batch = [data(45)]
+    rx.cost(batch, is_interrupt=True)
+    rx.deliver(batch)
+    assert len(calls) == 1 and [b.packets for b in vs.got] == [3]
+
+
+def test_sums_by_dst():
+    from models.base import sums_by_dst
+    batch = [data(45, dst=0), data(10, dst=1), data(5, dst=0, packets=1)]
+    assert sums_by_dst(batch) == {0: (46, 50 * 1448), 1: (10, 10 * 1448)}

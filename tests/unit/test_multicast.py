@@ -161,3 +161,27 @@ def test_sender_bursts_carry_the_packets_due(compose):
     model.env.run(until=0.01 + 1e-9)                  # 100 bursts of 4 at 40K/s
     (stream,) = model.workload.streams
     assert stream.sent == 400
+
+
+def test_loss_ratio_counts_a_socket_drop_once(compose, run_one):
+    """A datagram the socket drops reached the stack but was not delivered: the host-wide
+    loss_ratio (drops / (drops + delivered)) must agree with multicast_loss_ratio."""
+    cfg = compose(["workload=udp_multicast", "workload.socket_bytes=1448", "workload.vms=2",
+                   "run.warmup_s=0.02", "run.measure_s=0.05"], short=False)
+    _, summary, tables = run_one(cfg)
+    assert tables["multicast"]["drops_socket_full"].sum() > 0
+    assert summary["multicast_loss_ratio"] > 0.5
+    assert summary["loss_ratio"] == pytest.approx(summary["multicast_loss_ratio"], abs=0.01)
+
+
+def test_split_mode_counts_only_the_copies_its_queue_accepts(compose, run_one):
+    """copies_per_s is what reached each member: received + the socket's drops, not offered."""
+    cfg = compose(["experiment=mc_split_40k", "workload.vms=2", "workload.socket_bytes=4608",
+                   "hypervisor.vswitch.multicast.split_queue_packets=1",
+                   "run.warmup_s=0.02", "run.measure_s=0.05"], short=False)
+    _, _, tables = run_one(cfg)
+    mc = tables["multicast"]
+    assert (mc["drops_split_queue_full"] > 0).all() and (mc["drops_vnic_rx_ring_full"] == 0).all()
+    window = 0.05
+    reached = (mc["received_packets"] + mc["drops_socket_full"]) / window
+    assert mc["copies_per_s"].to_numpy() == pytest.approx(reached.to_numpy(), rel=0.01, abs=100)

@@ -88,3 +88,16 @@ def test_tx_ring_counts_a_tso_segment_as_one_slot():
     assert nic.send(frame(frames=45, packets=1)) is None    # third TSO segment: ring full
     env.run(until=1e-3)
     assert nic.tx_frames == 90 and nic.tx_packets == 2
+
+
+def test_hardware_lro_merges_after_the_ring_admitted_frames_one_by_one():
+    """A 45-frame TSO train into a 10-slot ring: 10 frames are admitted (was: the 45-frame
+    aggregate was dropped whole), and the handler gets them merged (one aggregate)."""
+    env = simpy.Environment()
+    p = port(env, lro=True, rx_ring_slots=10)
+    got = []
+    p.wire_rx(handler(env), lambda batch, irq: 100.0, got.extend)
+    p.receive(frame(frames=45))
+    env.run(until=1e-3)
+    assert [(b.frames, b.packets) for b in got] == [(10, 1)]
+    assert p.rx_queues[0].ring.stats.dropped_frames == {"rx_ring_full": 35}

@@ -49,7 +49,7 @@ def test_tlp_bytes_cut_at_max_payload():
 
 
 def test_pcix_is_one_half_duplex_bus():
-    p = PcieParams(kind="pcix", pcix_clock_mhz=266.0)
+    p = PcieParams(kind="pcix", pcix_rate_mtps=266.0)
     assert p.link_gbps == pytest.approx(266e6 * 64 / 1e9)
     link = PcieLink(simpy.Environment(), "card", p)
     assert link.up is link.down
@@ -58,7 +58,7 @@ def test_pcix_is_one_half_duplex_bus():
 
 
 @pytest.mark.parametrize("key, value", [("gen", 6), ("lanes", 3), ("kind", "pci"),
-                                        ("max_payload_bytes", 300), ("pcix_clock_mhz", 200.0)])
+                                        ("max_payload_bytes", 300), ("pcix_rate_mtps", 200.0)])
 def test_bad_parameters_name_the_key(key, value):
     with pytest.raises(ValueError, match=f"{key}="):
         PcieParams(**{key: value})
@@ -207,3 +207,17 @@ def test_g80_dual_port_card_reaches_line_rate_only_from_gen2_x8(compose, run_one
     else:
         assert pcie.loc["down", "util_pct"] < 80
         assert min(per_port) > 9.8  # wire bytes, framing included: line rate on both ports
+
+
+def test_dma_framing_lives_in_units_and_shares_the_frame_split():
+    from models import units
+    from models.pcie import frames_tlp_bytes
+    b = Burst(DATA, 0, 2 * 1448 + 100, 3, 3, 52, 1448)
+    assert units.frame_l2_bytes(40) == 60 and units.frame_l2_bytes(1500) == 1514
+    assert rx_dma_bytes(b) == units.rx_dma_bytes(b.payload_bytes, 3, 52) == 2996 + 3 * 66
+    assert tx_dma_bytes(b) == units.tx_dma_bytes(b.payload_bytes, 3, 52)
+    link = PcieLink(simpy.Environment(), "card", PcieParams())
+    assert frames_tlp_bytes(b, link) == pytest.approx(
+        2 * link.tlp(1514) + link.tlp(units.frame_l2_bytes(152)))
+    assert units.sum_over_frames(b.payload_bytes, 3, 52, 1448, units.frame_wire_bytes) == \
+        b.wire_bytes

@@ -162,3 +162,48 @@ def test_rtt_is_sampled_from_the_echoed_send_time():
 def test_socket_smaller_than_one_mss_is_rejected():
     with pytest.raises(ValueError, match="socket_bytes"):
         sender(simpy.Environment(), print, sndbuf=MSS - 1)
+
+
+def _flight_without_acks(peer_window_bytes):
+    """A sender whose buffer is 2 x the receiver's 8 KB socket (Linux's SO_SNDBUF doubling),
+    its data delivered at once, no ACK back: what it sends before the first ACK."""
+    env = simpy.Environment()
+    rcv = TcpReceiver(env, 0, TcpParams(), mss_bytes=MSS, rcvbuf_bytes=8192, src=2, dst=1,
+                      emit=lambda b: None)
+    snd = TcpSender(env, 0, TcpParams(initial_cwnd_segments=16), mss_bytes=MSS,
+                    seg_max_bytes=MSS, sndbuf_bytes=16384, tso=False, src=1, dst=2,
+                    emit=rcv.on_data, peer_window_bytes=peer_window_bytes)
+    snd.write(snd.space())
+    return snd, rcv
+
+
+def test_sender_starts_at_the_receivers_advertised_window_not_its_own_buffer():
+    snd, rcv = _flight_without_acks(peer_window_bytes=8192)
+    assert snd.snd_nxt <= 8192 and rcv.beyond_window_bytes == 0
+    # What the bug did (the right edge at its own 16 KB buffer): the receiver sees the overrun.
+    snd, rcv = _flight_without_acks(peer_window_bytes=None)
+    assert rcv.beyond_window_bytes > 0
+
+
+def test_open_connection_gives_every_workload_the_syn_ack_window():
+    from models.guest import OsStackParams
+    from models.workloads import open_connection
+
+    class Host:  # the StackHost surface open_connection uses
+        def __init__(self, endpoint):
+            self.endpoint, self.stack, self.env = endpoint, OsStackParams(), simpy.Environment()
+            self.opened = {}
+
+        def open_receiver(self, flow, dst, *, mss_bytes, rcvbuf_bytes, peer_scales):
+            return TcpReceiver(self.env, flow, TcpParams(), mss_bytes=mss_bytes,
+                               rcvbuf_bytes=rcvbuf_bytes, src=self.endpoint, dst=dst,
+                               emit=lambda b: None)
+
+        def open_sender(self, flow, dst, *, mss_bytes, seg_max_bytes, sndbuf_bytes,
+                        peer_window_bytes):
+            self.opened[flow] = (sndbuf_bytes, peer_window_bytes)
+            return None
+
+    a, b = Host(0), Host(-1)
+    _, rcv = open_connection(a, b, 7, mss_bytes=MSS, seg_max_bytes=MSS, socket_bytes=8192)
+    assert a.opened[7] == (8192, 8192) and rcv.dst == 0

@@ -34,7 +34,7 @@ def build(mode: str = "hw", vcpus: int = 1, **params):
     backend = Context(env, "net", cpu.core(7), rng=None)
     sent: list[Burst] = []
     vnic = make_vnic(env, "vnic", VnicParams(**params), Stats(), backends=[backend], vcpus=ctxs,
-                     transmit=sent.append, exit_cycles=HV.exit_cycles(mode))
+                     transmit=lambda b, ctx=None: sent.append(b), exit_cycles=HV.exit_cycles(mode))
     return env, vnic, ctxs, backend, sent
 
 
@@ -70,20 +70,31 @@ def test_hw_exits_cost_more_than_bt_traps_for_the_same_packets():
 
 
 def test_vmxnet2_rings_the_doorbell_only_when_the_backend_is_idle():
-    env, vnic, _, backend, sent = build("hw")
+    env, vnic, (vcpu,), backend, sent = build("hw")
     assert vnic.tx_exits(packets=5, doorbells=1) == 1.0  # vmxnet2 defaults: 1 per doorbell
-    vnic.tx_guest_cycles(data())  # idle backend: doorbell
-    vnic.guest_send(data())       # the backend starts a pass
-    vnic.tx_guest_cycles(data())  # busy backend polls the ring: no doorbell
-    vnic.guest_send(data())
+    vnic.guest_send(data(), vcpu)  # idle backend: doorbell; the backend starts a pass
+    vnic.guest_send(data(), vcpu)  # busy backend polls the ring: no doorbell
     assert vnic.exits == 1
     env.run()
     assert len(sent) == 2 and backend.tasks == 2
+    assert vcpu.cycles == pytest.approx(4000.0)  # the doorbell's exit, on the posting vCPU
+
+
+def test_doorbell_is_decided_when_the_burst_is_posted_not_when_its_cost_is_computed():
+    """Two bursts priced while the backend was idle, posted back to back: the second finds the
+    backend polling (started by the first), so only one doorbell (was: one per burst)."""
+    env, vnic, (vcpu,), backend, sent = build("hw")
+    vnic.tx_guest_cycles(data())
+    vnic.tx_guest_cycles(data())
+    vnic.guest_send(data(), vcpu)
+    vnic.guest_send(data(), vcpu)
+    env.run()
+    assert vnic.exits == 1 and len(sent) == 2
 
 
 def test_e1000_never_skips_the_tail_write():
-    env, vnic, *_ = build("hw", **E1000)
-    vnic.guest_send(data())                           # backend busy from here
+    env, vnic, (vcpu,), *_ = build("hw", **E1000)
+    vnic.guest_send(data(), vcpu)                     # backend busy from here
     vnic.tx_guest_cycles(data(frames=3))
     assert vnic.exits == 3
 

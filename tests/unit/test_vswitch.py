@@ -42,3 +42,29 @@ def test_local_traffic_is_switched_between_ports():
     assert [(b.seq, b.packets) for b in got] == [(7, 45)]   # as frames, not via the uplink
     env.run(until=1e-3)
     assert nic.tx_frames == 0
+
+
+def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_senders_context():
+    from models.cpu import Context, Core, CpuParams
+
+    class Vnic:  # the port holds its vNIC's bound deliver
+        def __init__(self):
+            self.got = []
+
+        def rx_backend_cycles(self, packets, n_bytes):
+            return 1000.0 * packets
+
+        def deliver(self, batch):
+            self.got.extend(batch)
+
+    env, stats = simpy.Environment(), Stats()
+    nic = NicPort(env, "nic", NicParams(), stats)
+    vs = Vswitch("vs", VswitchParams(), nic, stats)
+    dst = Vnic()
+    vs.connect(3, dst.deliver)
+    sender_net = Context(env, "vm0.net", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+    vs.transmit(tso(7, dst=3), sender_net)
+    assert dst.got == []                       # not before the backend receive work ran
+    env.run(until=1e-3)
+    assert [(b.seq, b.packets) for b in dst.got] == [(7, 45)]
+    assert sender_net.cycles == 45 * 1000.0    # charged on the sending context

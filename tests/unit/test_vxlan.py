@@ -85,3 +85,58 @@ def test_transmit_reaches_the_tunnelled_line_rate(compose, run_one):
     assert bound == pytest.approx(9.118, abs=1e-3)
     assert 0.97 * bound < summary["goodput_gbps"] <= bound * 1.001
     assert model.vswitches[0].vtep.encapsulated_frames > 0
+
+
+def test_a_burst_larger_than_the_nic_tx_ring_does_not_stall_the_uplink():
+    """Without offload a TSO segment reaches the uplink as one packet per frame; with fewer TX
+    ring slots than that it must not wait forever for room the ring can never have."""
+    import simpy
+
+    from models.base import Stats
+    from models.nic import NicParams, NicPort
+    from models.vswitch import Vswitch, VswitchParams
+
+    env, stats = simpy.Environment(), Stats()
+    nic = NicPort(env, "nic0", NicParams(tx_ring_slots=8), stats)
+    vs = Vswitch("vs", VswitchParams(vxlan=VxlanParams(enabled=True, offload=False)), nic, stats)
+    vs.transmit(tso_burst(frames=20)._copy(dst=-1))
+    ring = nic.tx_queues[0].stats
+    assert len(vs.pending) == 0                         # sent, not parked behind an impossible wait
+    assert ring.queued_frames == 8 and ring.dropped_frames == {"tx_ring_full": 12}
+
+
+def test_vxlan_without_offload_rejects_a_tx_ring_smaller_than_a_segment(compose):
+    with pytest.raises(ConfigError, match=r"nic.tx_ring_slots=32: must be >= 45"):
+        compose(["experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
+                 "nic.tx_ring_slots=32"])
+    compose(["experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
+             "nic.tx_ring_slots=45"])                       # a whole segment fits
+    compose(["experiment=vxlan_tx", "nic.tx_ring_slots=32"])  # with offload: one slot per TSO
+
+
+def test_without_offload_the_uplink_driver_pays_per_frame(compose):
+    """Software segmentation hands the uplink one packet per frame; its driver's transmit cost
+    (charged in the VM's networking context with the vswitch) is per packet it is handed."""
+    from sim.builder import build
+
+    seg = 45 * 1448                                       # one full TSO segment: 45 frames
+    driver = {}
+    for offload in (True, False):
+        cfg = compose(["experiment=vxlan_tx", f"hypervisor.vswitch.vxlan.offload={offload}"])
+        model = build(cfg)
+        vnic, vs = model.vnics[0], model.vswitches[0]
+        driver[offload] = vnic._backend_extra(1, seg) - vs.tx_cycles(1, seg)
+        assert driver[offload] > 0
+    assert driver[True] == pytest.approx(cfg.hypervisor.tx_driver_cycles(1, seg))
+    assert driver[False] / driver[True] == pytest.approx(45)
+
+
+def test_host_and_peer_price_decapsulation_with_one_function(compose):
+    from sim.builder import build
+
+    model = build(compose(["experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false"]))
+    vs, peer = model.vswitches[0], model.peers[0]
+    batch = [vs.vtep.encap(tso_burst(frames=1)) for _ in range(3)] + [tso_burst(frames=2)]
+    want = vs.vtep.rx_cycles(3, 3 * 1448)                 # the 3 tunnelled frames only
+    assert vs.vtep.rx_batch_cycles(batch) == want == peer.vtep.rx_batch_cycles(batch)
+    assert vs.rx_extra_cycles(batch) == want
