@@ -110,7 +110,8 @@ class HypervisorRx:
         NIC RX queue --batch of frames--> driver (per frame) --software LRO--> vswitch
             (per packet) --> vNIC backend (per packet, per destination vNIC) --> vNIC RX rings
 
-    ``vnics[i]`` is VM ``i``'s vNIC (None for a VM on another port).
+    ``vnics[i]`` is VM ``i``'s vNIC (every VM's; a port only receives for its own VMs, whose
+    peer is the one behind that port).
     """
 
     def __init__(self, params: HypervisorParams, vswitch: Vswitch, vnics: list):

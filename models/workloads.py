@@ -17,7 +17,8 @@ data is readable. Back-to-back calls are one CPU task (their cycles add up exact
 the event count independent of the message size. With ``rate_limit_mbps`` > 0 each sender
 paces itself (a paced netperf, or an application with less to say): it writes one message when
 ``written / rate`` says it is due, so the load is set by the application, not by the path.
-Connections start at a random offset within ``start_jitter_us`` (the only randomness).
+Connections start at a random offset within ``start_jitter_us`` (the workload's only randomness;
+service-time jitter and the RSS salt are the CPU's and the NIC's).
 Left out: connection set-up and teardown, netperf's own CPU measurement.
 Units: bytes, microseconds.
 """
