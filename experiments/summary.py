@@ -9,12 +9,20 @@ import argparse
 import math
 from pathlib import Path
 
-from sim.compose import compose_checked
+import sys
+
+from sim.compose import check_overrides, compose_checked
+from sim.config import ConfigError
 from sim.runner import run_experiment
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 KEYS = ("goodput_gbps", "host_cpu_util_pct", "cycles_per_bit", "loss_ratio", "rtt_us",
         "transactions_per_s", "multicast_loss_ratio", "pcie_max_util_pct", "exits_per_s")
+
+
+def _cell(key: str, mean: float, half: float | None) -> str:
+    ci = "n/a" if half is None or math.isnan(half) else f"{half:.2g}"
+    return f"{key}={mean:.4g}±{ci}"
 
 
 def main() -> None:
@@ -24,14 +32,21 @@ def main() -> None:
     ap.add_argument("--measure-s", type=float, default=0.3)
     ap.add_argument("specs", nargs="+", help="experiment name, optionally :key=value overrides")
     args = ap.parse_args()
-    for spec in args.specs:
+    runs = []
+    for spec in args.specs:  # all checked before the first run: a typo costs no time
         name, *overrides = spec.split(":")
-        cfg = compose_checked(CONFIG_DIR, [f"experiment={name}",
-                                           f"run.replications={args.replications}",
-                                           f"run.warmup_s={args.warmup_s}",
-                                           f"run.measure_s={args.measure_s}", *overrides])
+        overrides = [f"experiment={name}", f"run.replications={args.replications}",
+                     f"run.warmup_s={args.warmup_s}", f"run.measure_s={args.measure_s}",
+                     *overrides]
+        try:
+            check_overrides(CONFIG_DIR, overrides)
+            runs.append((spec, compose_checked(CONFIG_DIR, overrides)))
+        except ConfigError as exc:
+            print(f"error: {spec}: {exc}", file=sys.stderr)
+            sys.exit(2)
+    for spec, cfg in runs:
         res = run_experiment(cfg)
-        cells = [f"{k}={res.summary[k]:.4g}±{res.summary_ci95[k] or 0:.2g}" for k in KEYS
+        cells = [_cell(k, res.summary[k], res.summary_ci95.get(k)) for k in KEYS
                  if k in res.summary and not math.isnan(res.summary[k])]
         print(f"{spec:<36} " + " ".join(cells), flush=True)
 

@@ -105,11 +105,18 @@ class Burst:
     def ip_bytes(self) -> int:
         return self.payload_bytes + self.frames * self.header_bytes
 
-    def head(self, n_frames: int) -> "Burst":
-        """The first ``n_frames`` frames (what a ring with that much room accepts)."""
-        assert 0 < n_frames < self.frames and self.packets == self.frames
+    @property
+    def frames_per_packet(self) -> int:
+        """Frames of one packet: 1 for plain frames, more for a TSO segment or LRO aggregate
+        (the last of several aggregates may be shorter; this is the longest)."""
+        return -(-self.frames // self.packets)
+
+    def head(self, n_packets: int) -> "Burst":
+        """The first ``n_packets`` whole packets (what a ring with that much room accepts)."""
+        assert 0 < n_packets < self.packets
+        n_frames = n_packets * self.frames_per_packet
         payload = min(self.payload_bytes, n_frames * self.frame_payload_bytes)
-        return self._copy(frames=n_frames, packets=n_frames, payload_bytes=payload)
+        return self._copy(frames=n_frames, packets=n_packets, payload_bytes=payload)
 
     def aggregated(self, max_bytes: int) -> "Burst":
         """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``."""
@@ -202,8 +209,9 @@ class Ring:
 
     Descriptor-ring semantics: a burst occupies slots from ``offer`` until ``release``, even while
     it is being processed (``claim`` hands it to the consumer without freeing). A burst that finds
-    too little room is cut to what fits (tail drop, per frame) or, when it is one packet of many
-    frames (TSO), dropped whole. ``on_space`` callbacks run when slots are freed.
+    too little room is cut to the whole packets that fit (tail drop): per frame for plain frames,
+    per aggregate for LRO aggregates; a packet of many frames (a TSO segment) that does not fit
+    is dropped whole. ``on_space`` callbacks run when slots are freed.
     """
 
     def __init__(self, name: str, capacity: int, stats: Stats, unit: str = "frames",
@@ -231,10 +239,8 @@ class Ring:
         size, room = self._size(burst), self.free
         accepted = burst
         if size > room:
-            if room > 0 and burst.packets == burst.frames:
-                accepted = burst.head(room)
-            else:
-                accepted = None
+            fit = room // burst.frames_per_packet if self.unit == "frames" else room
+            accepted = burst.head(fit) if fit > 0 else None
             kept_frames = accepted.frames if accepted else 0
             kept_bytes = accepted.wire_bytes if accepted else 0
             self.stats.drop(self.drop_reason, burst.frames - kept_frames,

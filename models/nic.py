@@ -18,7 +18,8 @@ Modelled:
 - Hardware LRO (``lro``): received data frames of a flow are merged into aggregates of up to
   ``lro_max_bytes`` before the host sees them (per-packet costs then apply per aggregate). The
   merge happens after the FIFO and the ring admitted the frames one by one (a full ring drops
-  frames, not a whole aggregate), when the handler takes the batch.
+  frames, not a whole aggregate), when the handler takes the batch. VXLAN-tunnelled frames are
+  merged only with ``lro_tunnelled`` (a NIC or driver that parses the inner headers).
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
   into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
@@ -55,6 +56,7 @@ class NicParams:
     tso_max_bytes: int = 65536
     lro: bool = False
     lro_max_bytes: int = 65536
+    lro_tunnelled: bool = False  # LRO also merges VXLAN frames (by their inner headers)
     rx_fifo_bytes: int = 524288  # on-card packet buffers (82598/82599: 512 KB RX, 160 KB TX)
     tx_fifo_bytes: int = 163840
     coalescing: CoalescingParams = field(default_factory=CoalescingParams)
@@ -93,8 +95,14 @@ class RxQueue:
         # Hardware LRO merges what the ring admitted (frame by frame), as the handler takes it.
         lro_max = params.lro_max_bytes if params.lro else 0
         self.poller = RingPoller(self.ring, None, self._pass_cost, lambda b: self.deliver(b),
-                                 take=(lambda batch: [b.aggregated(lro_max) for b in batch])
-                                 if lro_max else None)
+                                 take=self._lro if lro_max else None)
+        self._lro_max, self._lro_tunnelled = lro_max, params.lro_tunnelled
+
+    def _lro(self, batch: list[Burst]) -> list[Burst]:
+        """Hardware LRO of a handler's batch; tunnelled (VXLAN) frames only with
+        ``lro_tunnelled`` (otherwise the NIC sees outer UDP headers and cannot merge)."""
+        return [b if b.encap_bytes and not self._lro_tunnelled else b.aggregated(self._lro_max)
+                for b in batch]
 
     @property
     def context(self) -> Context | None:

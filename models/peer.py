@@ -6,7 +6,7 @@ the driver and the TCP/IP receive path (and the ACKs it generates) in one softir
 and segment output) runs on its own core, round-robin over cores 1..n-1. It can be the
 bottleneck, as in the sources (claim E35-client-limit).
 LRO (``lro_max_bytes``) merges received data frames before the stack, so the stack pays per
-aggregate while the driver pays per frame.
+aggregate while the driver pays per frame; tunnelled frames too (``lro_tunnelled``).
 VXLAN: with a ``vtep`` (set by the builder when the vswitch tunnels) the peer is the other tunnel
 endpoint: it encapsulates what it sends and pays the same encapsulation and decapsulation cycles
 as the host (``models.vxlan``).
@@ -39,6 +39,9 @@ class PeerParams:
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
     lro_max_bytes: int = 65536  # LRO on the client's NIC driver (ixgbe); 0 = off
+    # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
+    # LRO merges the frames after decapsulation.
+    lro_tunnelled: bool = True
 
     def __post_init__(self):
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
@@ -57,7 +60,8 @@ class PeerHost(StackHost):
         lro = params.lro_max_bytes > 0
         self.nic = NicPort(env, f"{name}.nic", replace(
             nic, tx_queues=1, rx_queues=1, rx_sort="single", tx_ring_slots=params.tx_ring_slots,
-            lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes), stats)
+            lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes,
+            lro_tunnelled=params.lro_tunnelled), stats)
         # Every context has its own named stream: a new connection shifts nobody's jitter.
         self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng(f"{name}.softirq"))
         self._apps: dict[int, Context] = {}

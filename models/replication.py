@@ -67,7 +67,10 @@ class Member:
         self.port_id, self.vnic, self.queue = port_id, vnic, queue
         # splitRxMode's per-vNIC context: the vNIC's (first) backend, the VM's networking context
         self.context = vnic.txq[0].backend if queue is not None else None
-        self.copies = 0  # packets handed to this member (copied, or queued in split mode)
+        # Packets this member gets a copy of, in both modes the copies the vswitch makes: made at
+        # once (default) or accepted into the split queue for the member's context to make (a
+        # split-queue drop is no copy). Drops further on (the vNIC ring) count there.
+        self.copies = 0
         self.poller: RingPoller | None = None  # split mode: the member's context drains queue
 
     @property

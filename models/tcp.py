@@ -255,7 +255,9 @@ class TcpReceiver:
         self._max_right_edge = self.max_window  # the furthest edge ever advertised
         self._reader: simpy.Event | None = None
         self.bytes_read = 0
-        self.beyond_window_bytes = 0  # data received past the right edge last advertised
+        # Data received past the furthest right edge ever advertised (a window probe aside):
+        # a sender bug if ever > 0 (the conservation tests assert it stays 0).
+        self.beyond_window_bytes = 0
         self.acks_sent = 0
         self.acks_piggybacked = 0
 

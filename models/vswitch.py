@@ -63,9 +63,26 @@ class Vswitch:
         """Switching cost of ``packets`` packets of ``n_bytes`` in all (one invocation)."""
         return self.params.cost.cycles(packets, n_bytes)
 
-    def tx_cycles(self, packets: int, n_bytes: int) -> float:
-        """Switching plus encapsulation of a batch a vNIC sends (its backend context pays)."""
-        return self.cycles(packets, n_bytes) + self.vtep.tx_cycles(packets, n_bytes)
+    def is_local(self, burst: Burst) -> bool:
+        """Whether ``burst`` goes to another vNIC port of this switch (not out of the uplink)."""
+        return burst.dst >= 0 and burst.dst in self.ports
+
+    def tx_cycles(self, batch: list[Burst],
+                  driver_cycles: Callable[[int, int], float] = lambda p, b: 0.0) -> float:
+        """What a vNIC's backend context pays to send ``batch``: switching for every packet;
+        for the packets leaving through the uplink only, encapsulation and the uplink driver's
+        ``driver_cycles(packets handed to it, bytes)`` (one per frame when VXLAN segments in
+        software, ``Vtep.uplink_packets``)."""
+        packets = sum(b.packets for b in batch)
+        n_bytes = sum(b.payload_bytes for b in batch)
+        cycles = self.cycles(packets, n_bytes)
+        up = [b for b in batch if not self.is_local(b)]
+        if up:
+            up_packets = sum(b.packets for b in up)
+            up_bytes = sum(b.payload_bytes for b in up)
+            cycles += (self.vtep.tx_cycles(up_packets, up_bytes)
+                       + driver_cycles(self.vtep.uplink_packets(up_packets, up_bytes), up_bytes))
+        return cycles
 
     def rx_extra_cycles(self, batch: list[Burst]) -> float:
         """Beyond ``cycles``, what the receiving context pays for ``batch`` as the NIC delivered
@@ -77,8 +94,8 @@ class Vswitch:
         running this pass (the sender's networking context): a local delivery first pays the
         destination vNIC's backend receive cost there (``rx_backend_cycles`` of the vNIC whose
         ``deliver`` the port holds), as the uplink's RX handler does for traffic from outside."""
-        local = self.ports.get(burst.dst)
-        if local is not None and burst.dst >= 0:
+        if self.is_local(burst):
+            local = self.ports[burst.dst]
             burst = burst.as_frames()
             rx_cost = getattr(getattr(local, "__self__", None), "rx_backend_cycles", None)
             if context is not None and rx_cost is not None:

@@ -17,9 +17,11 @@ Modelled:
   (``sw_segment`` per frame and per byte: building each frame's headers and the inner TCP
   checksum) and the uplink then gets one packet per frame (more descriptors, pending-TX slots);
   on receive the host verifies the inner checksum (``sw_rx_checksum`` per byte).
-- The peer is the other VTEP: its frames are encapsulated (and its costs charged) the same way.
+- The peer is the other VTEP: its frames are encapsulated (and its costs charged) the same way,
+  and its LRO merges them after decapsulation (``peer.lro_tunnelled``). The host's hardware LRO
+  leaves tunnelled frames alone unless ``nic.lro_tunnelled``.
 Left out: the VMDq sorter and RSS seeing only outer headers without offload (all tunnelled
-traffic from one VTEP would share a queue), hardware LRO on tunnelled traffic, ARP/multicast
+traffic from one VTEP would share a queue), ARP/multicast
 learning of the VTEP table, IPv6 underlays.
 Units: bytes, cycles.
 """

@@ -9,12 +9,14 @@ counter differences ``d`` over the window; plain dicts and records, no pandas he
 ``WORKLOADS`` maps ``workload.kind`` to its class.
 
 TCP_STREAM, modelled: ``sessions_per_vm`` concurrent netperf TCP_STREAM connections per VM, each with
-``socket_bytes`` send and receive buffers and ``message_bytes`` per send()/recv() call. Direction
+``socket_bytes`` sockets (receive buffer ``socket_bytes``; send buffer ``sndbuf_scale`` x
+``socket_bytes``, as Linux doubles SO_SNDBUF) and ``message_bytes`` per send()/recv() call. Direction
 ``tx``: the VM sends, the peer's netserver receives; ``rx``: the reverse. The sender calls
 ``send()`` in a loop (each call pays its fixed cost once and copies its message, blocking while
 the send buffer is full); the receiver calls ``recv()`` for up to one message per call whenever
-data is readable. Back-to-back calls are one CPU task (their cycles add up exactly), which keeps
-the event count independent of the message size. With ``rate_limit_mbps`` > 0 each sender
+data is readable. Back-to-back calls are one CPU task (their cycles add up exactly) of at most
+``MAX_CALLS_PER_TASK`` calls, which keeps the event count independent of the message size for
+all but tiny messages. With ``rate_limit_mbps`` > 0 each sender
 paces itself (a paced netperf, or an application with less to say): it writes one message when
 ``written / rate`` says it is due, so the load is set by the application, not by the path.
 Connections start at a random offset within ``start_jitter_us`` (the workload's only randomness;
@@ -248,21 +250,33 @@ def wake_bytes(tcp: TcpSender) -> int:
     return min(tcp.sndbuf, max(tcp.mss, tcp.sndbuf // 3))
 
 
+# Back-to-back send()/recv() calls are one CPU task, and the bytes reach TCP (or leave the socket)
+# when it ends; at most this many calls per task bound that delay (~100 us for 1-byte calls),
+# while large messages still move a whole buffer in one task.
+MAX_CALLS_PER_TASK = 64
+
+
 def write_some(host: StackHost, tcp: TcpSender, want: int | None, msg: int, *, offset: int,
                need: int):
     """One wake-up of a writer (a generator; returns the bytes written): block until ``need``
-    bytes are free, then one CPU task of back-to-back send() calls of up to ``msg`` bytes
-    covering ``min(free space, want)`` (``want`` None: all the free space). ``offset`` is the
-    writer's position in its stream (a call starts at each multiple of ``msg``); each call pays
-    its fixed cost, every byte its copy."""
+    bytes are free, then back-to-back send() calls of up to ``msg`` bytes covering
+    ``min(free space, want)`` (``want`` None: all the free space), in tasks of at most
+    ``MAX_CALLS_PER_TASK`` calls. ``offset`` is the writer's position in its stream (a call
+    starts at each multiple of ``msg``); each call pays its fixed cost, every byte its copy."""
     if tcp.space() < need:
         yield tcp.wait_space(need)
-    n = tcp.space() if want is None else min(tcp.space(), want)
-    calls = _starts(offset + n, msg) - _starts(offset, msg)
-    yield host.app_context(tcp.flow).execute(host.stack.send_call.cycles(0, n, calls),
-                                             n_bytes=n)  # n: bytes copied (NUMA)
-    tcp.write(n)
-    return n
+    target = tcp.space() if want is None else min(tcp.space(), want)
+    done = 0
+    while done < target:
+        n = min(target - done, tcp.space(), MAX_CALLS_PER_TASK * msg)
+        if n <= 0:
+            break
+        calls = _starts(offset + done + n, msg) - _starts(offset + done, msg)
+        yield host.app_context(tcp.flow).execute(host.stack.send_call.cycles(0, n, calls),
+                                                 n_bytes=n)  # n: bytes copied (NUMA)
+        tcp.write(n)
+        done += n
+    return done
 
 
 def write(host: StackHost, tcp: TcpSender, n_bytes: int, msg: int, *, wake: int | None = None):
@@ -278,13 +292,17 @@ def write(host: StackHost, tcp: TcpSender, n_bytes: int, msg: int, *, wake: int 
 
 def read_some(host: StackHost, tcp: TcpReceiver, want: int | None, msg: int):
     """One wake-up of a reader (a generator; returns the bytes read): wait until data is
-    readable, then one task of recv() calls of up to ``msg`` bytes taking ``min(readable,
-    want)`` (``want`` None: everything readable)."""
+    readable, then recv() calls of up to ``msg`` bytes taking ``min(readable, want)`` (``want``
+    None: everything readable), in tasks of at most ``MAX_CALLS_PER_TASK`` calls."""
     yield tcp.wait_readable()
-    n = tcp.readable if want is None else min(tcp.readable, want)
-    yield host.app_context(tcp.flow).execute(host.stack.recv_call.cycles(0, n, -(-n // msg)),
-                                             n_bytes=n)
-    return tcp.read(n)
+    target = tcp.readable if want is None else min(tcp.readable, want)
+    got = 0
+    while got < target:
+        n = min(target - got, MAX_CALLS_PER_TASK * msg)
+        yield host.app_context(tcp.flow).execute(host.stack.recv_call.cycles(0, n, -(-n // msg)),
+                                                 n_bytes=n)
+        got += tcp.read(n)
+    return got
 
 
 def read(host: StackHost, tcp: TcpReceiver, n_bytes: int, msg: int):

@@ -142,10 +142,8 @@ def _build_vm(model: Model, i: int, placer: Placement, rng) -> None:
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
-                     # the uplink driver pays per packet it is handed: one per frame when
-                     # VXLAN segments in software (Vtep.uplink_packets)
-                     backend_extra_cycles=lambda p, b: vswitch.tx_cycles(p, b)
-                     + hv.tx_driver_cycles(vswitch.vtep.uplink_packets(p, b), b))
+                     backend_extra_cycles=lambda batch: vswitch.tx_cycles(
+                         batch, hv.tx_driver_cycles))
     vm.attach(vnic)
     vswitch.connect(i, vnic.deliver)
     model.vms.append(vm)

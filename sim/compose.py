@@ -90,8 +90,11 @@ def _check_builds(cfg: Config) -> None:
     from sim.builder import build
     try:
         build(cfg)
-    except ValueError as exc:
-        raise ConfigError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except ValueError as exc:  # a model's parameter check: names the key already
+        raise ConfigError(_first_line(exc)) from None
+    except Exception as exc:  # anything else is still this config's doing: one line, not a trace
+        raise ConfigError(f"cannot build the model from this config: {type(exc).__name__}: "
+                          f"{_first_line(exc)}") from None
 
 
 def _check_groups(config_dir: str, overrides: list[str]) -> None:

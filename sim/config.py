@@ -179,6 +179,7 @@ def _cross_check(cfg: Config) -> None:
                           f"must be <= {udp_max} (one frame at the guests' MTU {guest_mtu}: "
                           f"IP fragmentation is not modelled)")
     _check_vxlan_tx_ring(cfg)
+    _check_aggregates_fit(cfg)
     _check_hypervisor_features(cfg)
 
 
@@ -196,6 +197,25 @@ def _check_vxlan_tx_ring(cfg: Config) -> None:
         raise ConfigError(f"nic.tx_ring_slots={cfg.nic.tx_ring_slots}: must be >= {need} with "
                           f"hypervisor.vswitch.vxlan.offload=false (a {seg}-byte TSO segment "
                           f"becomes ceil({seg}/{mss}) = {need} packets, one per frame)")
+
+
+def _check_aggregates_fit(cfg: Config) -> None:
+    """An LRO aggregate takes one vNIC RX slot per frame and is admitted whole: the vNIC RX ring
+    must hold the largest aggregate the NIC (``nic.lro``) or the hypervisor (software LRO, for a
+    vNIC and guest that take aggregates) can make, or that flow would never be delivered."""
+    mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
+                          cfg.tcp.timestamps)
+    makers = []
+    if cfg.nic.lro:
+        makers.append(("nic.lro_max_bytes", cfg.nic.lro_max_bytes))
+    if cfg.hypervisor.features.software_lro and cfg.vnic.lro and cfg.guest.lro:
+        makers.append(("hypervisor.software_lro_max_bytes", cfg.hypervisor.software_lro_max_bytes))
+    for key, max_bytes in makers:
+        need = max(1, max_bytes // mss)
+        if cfg.vnic.rx_ring_slots < need:
+            raise ConfigError(f"vnic.rx_ring_slots={cfg.vnic.rx_ring_slots}: must be >= {need} "
+                              f"(an aggregate of {key}={max_bytes} holds {need} frames of "
+                              f"{mss} bytes, one slot each)")
 
 
 def _check_hypervisor_features(cfg: Config) -> None:

@@ -127,14 +127,16 @@ class VirtualNic:
     doorbell_suppression = True  # no doorbell while the backend is still polling the ring
 
     def __init__(self, env: simpy.Environment, name: str, params: VnicParams, stats: Stats, *,
-                 backends: list[Context], vcpus: list[Context], transmit: Callable[[Burst], None],
+                 backends: list[Context], vcpus: list[Context],
+                 transmit: Callable[[Burst, Context], None],
                  exit_cycles: float,
-                 backend_extra_cycles: Callable[[int, int], float] = lambda p, b: 0.0):
+                 backend_extra_cycles: Callable[[list[Burst]], float] = lambda batch: 0.0):
         check(exit_cycles >= 0, f"{name}.exit_cycles", exit_cycles, ">= 0")
         self.env, self.name, self.params = env, name, params
         self.exit_cycles = exit_cycles  # price of one access that leaves the guest
         self._transmit = transmit
-        self._backend_extra = backend_extra_cycles  # e.g. the vswitch's cost, same context
+        # What else the backend's pass pays for a batch (the vswitch, the uplink driver).
+        self._backend_extra = backend_extra_cycles
         one = params.tx_queues == 1 and params.rx_queues == 1
         qname = (lambda k: name) if one else (lambda k: f"{name}.q{k}")
         self.txq = [_TxQueue(qname(k), params.tx_ring_slots, stats, backends[k % len(backends)])
@@ -213,7 +215,7 @@ class VirtualNic:
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
         cycles = (self.params.backend_tx.cycles(packets, n_bytes)
-                  + self._backend_extra(packets, n_bytes))
+                  + self._backend_extra(batch))
         # NUMA: the backend touches descriptors and headers, not the payload (zero copy).
         return cycles, packets, 0
 

@@ -1,8 +1,9 @@
 """models.base: the cycle-cost formula, the burst record, rings (tail drop, TSO drop), counters.
 
 CycleCost: cycles = fixed x invocations + per_packet x packets + per_byte x bytes.
-Ring: a burst occupies slots from offer() to release(); what does not fit is dropped per frame
-(tail drop), except a TSO segment (one packet of many frames), which is dropped whole.
+Ring: a burst occupies slots from offer() to release(); what does not fit is dropped per whole
+packet (tail drop): per frame for plain frames, per aggregate for LRO aggregates; a TSO segment
+(one packet of many frames) that does not fit is dropped whole.
 """
 import pytest
 
@@ -88,6 +89,22 @@ def test_ring_drops_a_tso_segment_whole():
     assert pkts.offer(data(45, packets=1)) is None
     assert stats.stages["p"].dropped_frames == {"ring_full": 45}
     assert stats.stages["p"].conservation_error() == (0, 0)
+
+
+def test_ring_cuts_lro_aggregates_at_whole_aggregates():
+    stats = Stats()
+    ring = Ring("r", 30, stats)
+    agg = data(44, packets=4)           # four aggregates of 11 frames
+    assert agg.frames_per_packet == 11
+    kept = ring.offer(agg)              # room for 30 frames: two whole aggregates
+    assert (kept.frames, kept.packets, kept.payload_bytes) == (22, 2, 22 * MSS)
+    assert ring.used == 22
+    assert stats.stages["r"].dropped_frames == {"ring_full": 22}
+    assert ring.offer(data(11, packets=1)) is None   # 8 slots left: the aggregate is dropped
+    assert ring.offer(data(8)).frames == 8           # plain frames still fill the rest
+    assert stats.stages["r"].conservation_error() == (0, 0)
+    pkts = Ring("p", 3, stats, unit="packets")
+    assert pkts.offer(agg).packets == 3              # a packet ring keeps whole aggregates too
 
 
 def test_ring_slot_is_held_until_release_and_release_calls_back():

@@ -101,3 +101,14 @@ def test_hardware_lro_merges_after_the_ring_admitted_frames_one_by_one():
     env.run(until=1e-3)
     assert [(b.frames, b.packets) for b in got] == [(10, 1)]
     assert p.rx_queues[0].ring.stats.dropped_frames == {"rx_ring_full": 35}
+
+
+@pytest.mark.parametrize("tunnelled, packets", [(False, 10), (True, 1)])
+def test_hardware_lro_leaves_vxlan_frames_alone_unless_it_parses_the_tunnel(tunnelled, packets):
+    env = simpy.Environment()
+    p = port(env, lro=True, lro_tunnelled=tunnelled)
+    got = []
+    p.wire_rx(handler(env), lambda batch, irq: 100.0, got.extend)
+    p.receive(frame(frames=10)._copy(header_bytes=102, encap_bytes=50))
+    env.run(until=1e-3)
+    assert [(b.frames, b.packets) for b in got] == [(10, packets)]

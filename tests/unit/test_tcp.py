@@ -207,3 +207,38 @@ def test_open_connection_gives_every_workload_the_syn_ack_window():
     a, b = Host(0), Host(-1)
     _, rcv = open_connection(a, b, 7, mss_bytes=MSS, seg_max_bytes=MSS, socket_bytes=8192)
     assert a.opened[7] == (8192, 8192) and rcv.dst == 0
+
+
+class _App:
+    """A host's application side for ``write_some`` / ``read_some``: one context on a 1 GHz
+    core, 1000 cycles per send()/recv() call and nothing per byte."""
+
+    def __init__(self, env):
+        from models.base import CycleCost
+        from models.cpu import Context, Core, CpuParams
+        from models.guest import OsStackParams
+        self.ctx = Context(env, "app", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+        self.stack = OsStackParams(send_call=CycleCost(1000.0, 0.0, 0.0),
+                                   recv_call=CycleCost(1000.0, 0.0, 0.0))
+
+    def app_context(self, flow):
+        return self.ctx
+
+
+def test_tiny_messages_reach_tcp_in_tasks_of_at_most_64_calls():
+    """1-byte send() calls: the first 64 bytes reach TCP after 64 calls (64 us), not after the
+    whole free buffer's worth of calls (was one task of 92,672 calls, 93 ms)."""
+    from models.workloads import MAX_CALLS_PER_TASK, read_some, write_some
+
+    loop = Loop()
+    app = _App(loop.env)
+    free = loop.snd.space()
+    proc = loop.env.process(write_some(app, loop.snd, None, 1, offset=0, need=1))
+    loop.env.run(until=proc)
+    assert proc.value == free
+    assert app.ctx.tasks == free // MAX_CALLS_PER_TASK and app.ctx.cycles == free * 1000.0
+    assert loop.log[0][:2] == ("data", 64.0)          # 64 calls of 1 us, then TCP sends
+    reader = loop.env.process(read_some(app, loop.rcv, None, 1))
+    loop.env.run(until=reader)
+    assert reader.value == loop.rcv.bytes_read > 0
+    assert app.ctx.tasks == free // MAX_CALLS_PER_TASK + -(-reader.value // MAX_CALLS_PER_TASK)

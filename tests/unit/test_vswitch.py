@@ -4,6 +4,7 @@ A burst goes straight into the NIC's TX ring when it has room and nothing waits 
 otherwise into the pending queue (pending_tx_limit_packets), FIFO; a full pending queue drops
 (pending_tx_full). Freed NIC slots drain the pending queue in order.
 """
+import pytest
 import simpy
 
 from models.base import DATA, Burst, CycleCost, Stats
@@ -68,3 +69,20 @@ def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_sender
     env.run(until=1e-3)
     assert [(b.seq, b.packets) for b in dst.got] == [(7, 45)]
     assert sender_net.cycles == 45 * 1000.0    # charged on the sending context
+
+
+def test_only_traffic_leaving_through_the_uplink_pays_encapsulation_and_the_driver():
+    from models.vxlan import VxlanParams
+
+    env, stats = simpy.Environment(), Stats()
+    nic = NicPort(env, "nic", NicParams(), stats)
+    vs = Vswitch("vs", VswitchParams(vxlan=VxlanParams(enabled=True)), nic, stats)
+    vs.connect(3, lambda batch: None)
+    driver = lambda packets, n_bytes: 7000.0 * packets  # noqa: E731
+    local, out = [tso(1, dst=3)], [tso(2, dst=-1)]
+    switching = vs.cycles(1, local[0].payload_bytes)
+    assert vs.tx_cycles(local, driver) == switching                # VM to VM: switching only
+    up = vs.tx_cycles(out, driver)
+    assert up == switching + vs.vtep.tx_cycles(1, out[0].payload_bytes) + 7000.0
+    assert vs.tx_cycles(local + out, driver) == pytest.approx(
+        vs.cycles(2, 2 * local[0].payload_bytes) + up - switching)

@@ -125,7 +125,8 @@ def test_without_offload_the_uplink_driver_pays_per_frame(compose):
         cfg = compose(["experiment=vxlan_tx", f"hypervisor.vswitch.vxlan.offload={offload}"])
         model = build(cfg)
         vnic, vs = model.vnics[0], model.vswitches[0]
-        driver[offload] = vnic._backend_extra(1, seg) - vs.tx_cycles(1, seg)
+        batch = [tso_burst(frames=45)._copy(dst=-1)]      # to the peer, out of the uplink
+        driver[offload] = vnic._backend_extra(batch) - vs.tx_cycles(batch)
         assert driver[offload] > 0
     assert driver[True] == pytest.approx(cfg.hypervisor.tx_driver_cycles(1, seg))
     assert driver[False] / driver[True] == pytest.approx(45)
