@@ -14,6 +14,7 @@ import yaml
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+import sim.compose  # noqa: F401  (registers the config resolvers before Hydra composes)
 from sim.config import Config, ConfigError, to_config
 from sim.results import format_summary, write
 from sim.runner import run_experiment

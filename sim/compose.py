@@ -2,7 +2,8 @@
 
 ``check_overrides`` expands sweeps (``a=1,2``) the way Hydra's basic sweeper does and composes
 and validates every combination, turning Hydra's multi-line errors into one ``ConfigError`` line
-naming the key, the value and what is allowed.
+naming the key, the value and what is allowed. It also registers the ``mul`` resolver the
+experiment files use for counts that follow another key (``vms: ${mul:2,${host.nic_ports}}``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,21 @@ import yaml
 from omegaconf import OmegaConf
 
 from sim.config import Config, ConfigError, to_config
+
+
+def _mul(*factors):
+    """``${mul:2,${host.nic_ports}}``: a count that follows another key (two VMs per port).
+    Non-integers come back as text for the schema to reject with its one-line error."""
+    if all(isinstance(f, int) and not isinstance(f, bool) for f in factors):
+        out = 1
+        for f in factors:
+            out *= f
+        return out
+    return "*".join(map(str, factors))
+
+
+if not OmegaConf.has_resolver("mul"):
+    OmegaConf.register_new_resolver("mul", _mul)
 
 
 def _groups(config_dir: str) -> dict[str, list[str]]:

@@ -29,3 +29,13 @@ def test_experiment_composes_and_dry_runs(name):
     res = run_experiment(cfg)
     goodput = res.summary["goodput_gbps"]
     assert math.isfinite(goodput) and goodput > 0
+
+
+@pytest.mark.parametrize("overrides, ports, vms", [
+    ([], 8, 16),
+    (["host.nic_ports=3"], 3, 6),            # 001's sweep is one override: two VMs per port
+    (["host.nic_ports=3", "workload.vms=4"], 3, 4),   # an explicit count still wins
+])
+def test_the_vm_count_of_001_follows_the_nic_count(overrides, ports, vms):
+    cfg = compose_checked(CONFIG_DIR, ["experiment=g80_send", *overrides])
+    assert (cfg.host.nic_ports, cfg.workload.vms) == (ports, vms)
