@@ -7,6 +7,7 @@ experiment files use for counts that follow another key (``vms: ${mul:2,${host.n
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -23,10 +24,7 @@ def _mul(*factors):
     """``${mul:2,${host.nic_ports}}``: a count that follows another key (two VMs per port).
     Non-integers come back as text for the schema to reject with its one-line error."""
     if all(isinstance(f, int) and not isinstance(f, bool) for f in factors):
-        out = 1
-        for f in factors:
-            out *= f
-        return out
+        return math.prod(factors)
     return "*".join(map(str, factors))
 
 
