@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import simpy
 
 from models import units
 from models.base import check
+from models.costs import JITTER, NUMA, UNATTRIBUTED, WORLD_SWITCH
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,11 @@ class Context:
         self.busy_s = 0.0
         self.cycles = 0.0
         self.remote_cycles = 0.0  # NUMA penalty paid so far (before jitter)
+        # Cycles charged so far by named term (``models.costs``): the terms of every task,
+        # plus the NUMA penalty, world switches and jitter; they add up to ``cycles``.
+        self.term_cycles: dict[str, float] = {}
+        self.packets = 0.0  # packets and bytes the tasks declared (what terms are divided by)
+        self.bytes = 0.0
         self.tasks = 0
         self.moves = 0
         self._queue: deque[tuple] = deque()
@@ -177,21 +183,24 @@ class Context:
         core.n_contexts += 1
         env.process(self._serve())
 
-    def execute(self, cycles: float, packets: float = 0, n_bytes: float = 0,
-                home=None) -> simpy.Event:
-        """Queue ``cycles`` of work on ``packets`` packets and ``n_bytes`` bytes homed on
-        ``home`` (default: this context's home); the returned event succeeds when they have run.
-        The counts only price the NUMA penalty; ``cycles`` is the local cost."""
+    def execute(self, work: "float | Mapping[str, float]", packets: float = 0,
+                n_bytes: float = 0, home=None) -> simpy.Event:
+        """Queue ``work`` on ``packets`` packets and ``n_bytes`` bytes homed on ``home``
+        (default: this context's home); the returned event succeeds when it has run.
+        ``work`` is the local cost as named terms (term -> cycles, ``models.costs``) or a bare
+        number of cycles (charged to the term ``unattributed``). The counts price the NUMA
+        penalty and are what the recorder divides the terms by (cycles per packet, per byte)."""
         done = self.env.event()
-        self._queue.append((cycles, packets, n_bytes, home, done))
+        terms = work if isinstance(work, Mapping) else {UNATTRIBUTED: work}
+        self._queue.append((terms, packets, n_bytes, home, done))
         if self._wakeup is not None and not self._wakeup.triggered:
             self._wakeup.succeed()
         return done
 
-    def then(self, cycles: float, callback: Callable[[], None], packets: float = 0,
-             n_bytes: float = 0, home=None) -> None:
-        """Run ``cycles`` of work (see ``execute``), then call ``callback()``."""
-        self.execute(cycles, packets, n_bytes, home).callbacks.append(lambda _ev: callback())
+    def then(self, work: "float | Mapping[str, float]", callback: Callable[[], None],
+             packets: float = 0, n_bytes: float = 0, home=None) -> None:
+        """Run ``work`` (see ``execute``), then call ``callback()``."""
+        self.execute(work, packets, n_bytes, home).callbacks.append(lambda _ev: callback())
 
     def remote_penalty_cycles(self, packets: float, n_bytes: float, home=None) -> float:
         """NUMA penalty of touching ``packets``/``n_bytes`` homed on ``home`` (default: this
@@ -241,11 +250,20 @@ class Context:
             if self._move_to is not None:  # between tasks: the only safe moment to move
                 self._apply_move()
             core = self.core
-            cycles, packets, n_bytes, home, done = self._queue.popleft()
+            terms, packets, n_bytes, home, done = self._queue.popleft()
+            self.packets += packets
+            self.bytes += n_bytes
+            acc = self.term_cycles
+            cycles = 0.0
+            for term, c in terms.items():
+                acc[term] = acc.get(term, 0.0) + c
+                cycles += c
             if packets or n_bytes:
                 remote = self.remote_penalty_cycles(packets, n_bytes, home)
-                self.remote_cycles += remote
-                cycles += remote
+                if remote:
+                    self.remote_cycles += remote
+                    acc[NUMA] = acc.get(NUMA, 0.0) + remote
+                    cycles += remote
             if core.n_contexts == 1:  # a core of its own: no arbitration events needed
                 core._last_context = self  # so a context moving in later pays its switch
                 yield from self._run(cycles)
@@ -254,7 +272,10 @@ class Context:
                     yield req
                     if core.running:  # a fast-path task begun before this context arrived
                         yield core.idle()
-                    yield from self._run(cycles + core.switch_cycles(self))
+                    switch = core.switch_cycles(self)
+                    if switch:
+                        acc[WORLD_SWITCH] = acc.get(WORLD_SWITCH, 0.0) + switch
+                    yield from self._run(cycles + switch)
             done.succeed()
 
     def _run(self, cycles: float):
@@ -266,7 +287,10 @@ class Context:
         core.stop()
         self.busy_s += env.now - self._busy_since
         self._busy_since = None
-        self.cycles += units.s_to_cycles(dt, clock)
+        charged = units.s_to_cycles(dt, clock)
+        if charged != cycles:  # service-time jitter: its own term, so the terms add up
+            self.term_cycles[JITTER] = self.term_cycles.get(JITTER, 0.0) + charged - cycles
+        self.cycles += charged
         self.tasks += 1
 
 
