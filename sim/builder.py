@@ -37,7 +37,8 @@ from models.peer import PeerHost
 from models.vnic import VirtualNic, make_vnic
 from models.vswitch import Vswitch
 from models.vxlan import Vtep, inner_mtu_bytes
-from models.workloads import WORKLOADS, Workload
+from models.workloads import WORKLOADS
+from models.workloads.base import Workload
 from sim.config import Config
 from sim.placement import Placement, apply_numa, make_placement
 

@@ -1,6 +1,6 @@
 """Every TCP connection of every workload starts where its receiver's SYN-ACK put it: the
 sender's right edge is the window the receiver advertises (not the sender's own buffer), on
-both halves of each connection and on every host (``models.workloads.open_connection``)."""
+both halves of each connection and on every host (``models.workloads.base.open_connection``)."""
 import pytest
 
 from sim.builder import build

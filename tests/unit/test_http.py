@@ -1,4 +1,4 @@
-"""HTTP bulk workload (models.http): object accounting for GET and POST.
+"""HTTP bulk workload (models.workloads.http): object accounting for GET and POST.
 
     GET:  client(peer) --request--> server(VM) --header+object--> client
     POST: client(peer) --request+object--> server(VM) --response--> client

@@ -1,5 +1,5 @@
 """Multicast: replication counts in one context vs split (models.replication), and loss
-accounting of the udp_multicast workload (models.multicast) end to end.
+accounting of the udp_multicast workload (models.workloads.multicast) end to end.
 
 ::
 

@@ -187,7 +187,7 @@ def test_sender_starts_at_the_receivers_advertised_window_not_its_own_buffer():
 
 def test_open_connection_gives_every_workload_the_syn_ack_window():
     from models.guest import OsStackParams
-    from models.workloads import open_connection
+    from models.workloads.base import open_connection
 
     class Host:  # the StackHost surface open_connection uses
         def __init__(self, endpoint):
@@ -228,7 +228,7 @@ class _App:
 def test_tiny_messages_reach_tcp_in_tasks_of_at_most_64_calls():
     """1-byte send() calls: the first 64 bytes reach TCP after 64 calls (64 us), not after the
     whole free buffer's worth of calls (was one task of 92,672 calls, 93 ms)."""
-    from models.workloads import MAX_CALLS_PER_TASK, read_some, write_some
+    from models.workloads.base import MAX_CALLS_PER_TASK, read_some, write_some
 
     loop = Loop()
     app = _App(loop.env)

@@ -1,4 +1,4 @@
-"""TCP_RR (models/workload_rr.py) and the TCP piggy-back it relies on (models/tcp.py).
+"""TCP_RR (models/workloads/tcp_rr.py) and the TCP piggy-back it relies on (models/tcp.py).
 
 One session = one connection: the client's request and the server's response share a flow id;
 each host's receiver holds the ACK of a pushed burst and its sender carries it on the next data
@@ -12,7 +12,7 @@ import simpy
 
 from models.base import ACK, DATA, Burst
 from models.tcp import TcpParams, TcpReceiver, TcpSender
-from models.workload_rr import LatencySample
+from models.workloads.tcp_rr import LatencySample
 
 MSS = 1448
 

@@ -1,4 +1,4 @@
-"""HTTP bulk workload (001): many keep-alive connections per VM, each moving 1 MB objects.
+"""HTTP bulk (``kind: http``, 001): many keep-alive connections per VM, each moving 1 MB objects.
 
 ::
 
@@ -18,7 +18,8 @@ the writer waking when a third of the buffer is free), so the costs are the OS p
 Sizes: ``object_bytes`` (1 MB), ``request_bytes`` (a GET's request line and headers, or a POST's
 headers before the body), ``response_header_bytes`` (a status line and headers: before a GET's
 body, or a POST's whole response). Connections start at a random offset within
-``start_jitter_us``.
+``start_jitter_us``. The server's request work is charged as the cost term ``app``, the socket
+calls as ``app_send``/``app_recv`` (``models.costs``).
 Reported: objects completed per second (counted by the client when the reply is complete),
 object goodput, mean time per object.
 Left out: connection set-up and teardown (keep-alive), Apache's sendfile (its zero-copy write is
@@ -27,11 +28,36 @@ Units: bytes, microseconds, cycles.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import simpy
 
-from models import units
-from models.workloads import WORKLOADS, HttpParams, Workload, open_connection, read, write
+from models import costs, units
+from models.base import check
+from models.workloads.base import Workload, open_connection, read, write
+
+
+@dataclass(frozen=True)
+class HttpParams:
+    """``workload.http``: object and message sizes, server cost."""
+
+    object_bytes: int = 1 << 20
+    request_bytes: int = 300
+    response_header_bytes: int = 300
+    # Apache 2.2 per request (parse, URL to file, stat, log line): ~20 us on a 2.7 GHz core.
+    server_request_cycles: float = 50000.0
+    think_time_us: float = 0.0
+
+    def __post_init__(self):
+        check(1 <= self.object_bytes <= 1 << 30, "object_bytes", self.object_bytes,
+              "in 1..1073741824")
+        check(self.request_bytes >= 1, "request_bytes", self.request_bytes, ">= 1")
+        check(self.response_header_bytes >= 1, "response_header_bytes",
+              self.response_header_bytes, ">= 1")
+        check(self.server_request_cycles >= 0, "server_request_cycles",
+              self.server_request_cycles, ">= 0")
+        check(self.think_time_us >= 0, "think_time_us", self.think_time_us, ">= 0")
 
 
 class HttpConnection:
@@ -95,10 +121,10 @@ class Http(Workload):
         ctx = host.app_context(conn.down[0].flow)
         while True:
             yield from self._read(host, conn.up[1], up_bytes)
-            yield ctx.execute(self.http.server_request_cycles)
+            yield ctx.execute({costs.APP: self.http.server_request_cycles})
             yield from self._write(host, conn.down[0], down_bytes)
 
-    # -- socket calls (``models.workloads.write``/``read``, as TcpStream) ------------------
+    # -- socket calls (``models.workloads.base.write``/``read``, as TcpStream) -------------
     def _write(self, host, tcp, n_bytes: int):
         return write(host, tcp, n_bytes, self.params.message_bytes)
 
@@ -145,6 +171,3 @@ class Http(Workload):
         return {"http_objects_per_s": n / window_s,
                 "http_object_gbps": sum(r["object_gbps"] for r in rows),
                 "http_mean_object_ms": units.s_to_ms(t / n) if n else float("nan")}
-
-
-WORKLOADS["http"] = Http

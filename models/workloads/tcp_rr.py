@@ -1,4 +1,4 @@
-"""netperf TCP_RR: request/response ping-pong over the same path as TCP_STREAM.
+"""netperf TCP_RR (``kind: tcp_rr``): request/response ping-pong over the same path as TCP_STREAM.
 
 Modelled: ``sessions_per_vm`` sessions per VM. Each session is one TCP connection, i.e. one
 ``TcpSender``/``TcpReceiver`` pair per direction sharing one flow id (as a real connection's two
@@ -26,13 +26,38 @@ Units: bytes, seconds inside, microseconds in results.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 import simpy
 
 from models import units
+from models.base import check
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads import WORKLOADS, Workload, WorkloadParams, open_connection, read, write
+from models.workloads.base import Workload, open_connection, read, write
+
+if TYPE_CHECKING:
+    from models.workloads import WorkloadParams
+
+
+@dataclass(frozen=True)
+class RrParams:
+    """``workload.rr``: request and response sizes, and how many per-transaction latencies are
+    kept for the percentiles (a ring buffer)."""
+
+    request_bytes: int = 1
+    response_bytes: int = 1
+    latency_sample_capacity: int = 65536
+
+    def __post_init__(self):
+        check(1 <= self.request_bytes <= 16 * 2**20, "request_bytes", self.request_bytes,
+              "in 1..16777216")
+        check(1 <= self.response_bytes <= 16 * 2**20, "response_bytes", self.response_bytes,
+              "in 1..16777216")
+        check(100 <= self.latency_sample_capacity <= 2**24, "latency_sample_capacity",
+              self.latency_sample_capacity, "in 100..16777216")
 
 
 class LatencySample:
@@ -156,6 +181,3 @@ def _join(snd: TcpSender, rcv: TcpReceiver) -> tuple[TcpSender, TcpReceiver]:
     rcv.interactive = True
     snd.ack_source = rcv.take_ack
     return snd, rcv
-
-
-WORKLOADS["tcp_rr"] = TcpRr

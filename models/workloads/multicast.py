@@ -1,4 +1,5 @@
-"""UDP multicast workload (003): a sender on the peer, every VM a receiver of its group's stream.
+"""UDP multicast (``kind: udp_multicast``, 003): a sender on the peer, every VM a receiver
+of its group's stream.
 
 ::
 
@@ -20,7 +21,8 @@ Receivers: the guest's UDP receive (``stack.rx_udp``, after the vNIC driver) que
 in the socket buffer of ``workload.socket_bytes`` (SO_RCVBUF), each charged
 ``skb_truesize_bytes`` (Linux charges a datagram's buffer and sk_buff, not its payload); a
 datagram that finds it full is dropped (``socket_full``). The app reads everything queued in one
-task: one ``recv_call`` per datagram plus ``app`` per datagram (the test tool's own work).
+task: one ``recv_call`` per datagram plus ``app`` per datagram (the test tool's own work),
+charged as the cost terms ``app_recv`` and ``app`` (``models.costs``).
 Loss, per receiver, is what the tools of the sources measure: sequence gaps. Each datagram
 carries its stream sequence number; ``expected`` is one past the highest sequence read, ``lost``
 = expected - received; it includes losses at every queue (peer ring, NIC ring, split queue,
@@ -33,17 +35,43 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
-from models import units
-from models.base import UDP, Burst
+from models import costs, units
+from models.base import UDP, Burst, CycleCost, check
 from models.replication import group_dst
-from models.workloads import WORKLOADS, MulticastWorkloadParams, Workload
+from models.workloads.base import Workload
 
 MCAST_FLOW_BASE = 1 << 20  # group g is flow MCAST_FLOW_BASE + g (apart from TCP flow ids)
 UDP_IP_HEADER_BYTES = units.IP_HEADER_BYTES + units.UDP_HEADER_BYTES
+
+
+@dataclass(frozen=True)
+class MulticastWorkloadParams:
+    """``workload.multicast``: the streams and the receivers' socket accounting and
+    per-datagram work."""
+
+    packet_bytes: int = 800          # UDP payload per datagram
+    packet_rate_pps: float = 40000.0  # per group (each receiver's rate)
+    groups: int = 1
+    burst_interval_us: float = 100.0
+    # Linux 2.6.32 charges a datagram's skb truesize: a 2KB receive buffer plus the sk_buff.
+    skb_truesize_bytes: int = 2304
+    # The receiving tool's own work per datagram (sequence check, counters): a prior.
+    app: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1000.0, 0.0))
+
+    def __post_init__(self):
+        check(1 <= self.packet_bytes <= 8972, "packet_bytes", self.packet_bytes, "in 1..8972")
+        check(0 < self.packet_rate_pps <= 1e7, "packet_rate_pps", self.packet_rate_pps,
+              "in (0, 1e7]")
+        check(1 <= self.groups <= 1024, "groups", self.groups, "in 1..1024")
+        check(1 <= self.burst_interval_us <= 1e5, "burst_interval_us", self.burst_interval_us,
+              "in 1..100000")
+        check(self.skb_truesize_bytes >= 1, "skb_truesize_bytes", self.skb_truesize_bytes,
+              ">= 1")
 
 
 class Stream:
@@ -106,7 +134,8 @@ class UdpSocket:
             self.queue.clear()
             n = sum(b.packets for b in batch)
             n_bytes = sum(b.payload_bytes for b in batch)
-            yield ctx.execute(call.cycles(0, n_bytes, n) + app.cycles(n, n_bytes, 0),
+            yield ctx.execute({costs.APP_RECV: call.cycles(0, n_bytes, n),
+                               costs.APP: app.cycles(n, n_bytes, 0)},
                               packets=n, n_bytes=n_bytes)  # counts price the NUMA penalty
             self.used_bytes -= n * self.params.skb_truesize_bytes
             if self.stage is not None:
@@ -244,6 +273,3 @@ class UdpMulticast(Workload):
             # the sources' threshold: "less than 0.01% packet loss"
             "multicast_lossy_receivers": float(sum(r["loss_ratio"] > 1e-4 for r in rows)),
         }
-
-
-WORKLOADS["udp_multicast"] = UdpMulticast
