@@ -26,7 +26,7 @@ validate: $(STAMP)
 	$(PY) -m pytest -m slow $(ARGS)
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench.py $(ARGS)
+	$(PY) -m sim bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache

@@ -1,0 +1,239 @@
+"""Speed benchmark: ``python -m sim bench`` (``make bench``), or ``python -m sim.bench``.
+
+Each scenario is an experiment plus overrides. Every run is a fresh process
+(``python -m sim.bench --one NAME``, started with the repo of this file as cwd, so an older
+checkout measures its own code) that does ``build(cfg, 0)``, runs a warm-up (``--warmup-s``
+simulated, not timed), snapshots, runs the measurement window (``--sim-s`` times the
+scenario's scale) and snapshots again, then ``measure(model, s0, s1, window, 0)``. Only the
+window is timed. Per run:
+
+- ``sim_s_per_cpu_s``: window / ``time.process_time`` of the child; ``sim_s_per_wall_s``:
+  window / ``time.perf_counter``;
+- ``events_per_sim_s``: SimPy events *scheduled* in the window per simulated second, read from
+  ``env._eid`` (the ``itertools.count`` that ``Environment.schedule`` draws every event id
+  from: ``int(repr(env._eid)[6:-1])`` before and after; no cost on the run);
+- ``events_per_host_packet``: events / (``host_packets_per_s`` x window); for TX workloads also
+  ``events_per_tso_segment``: events / packets the host NICs (nic0..) transmitted in the window;
+- ``peak_rss_mb``: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the child (KB on Linux);
+- the answer, ``goodput_gbps`` and ``host_cpu_util_pct``, so that speed never buys a different
+  answer.
+
+The figures printed are medians over ``--repeat`` runs (default 3). Two series fit the exponent
+of CPU seconds per simulated second against size (log-log least squares): NIC ports
+(``g80_receive host.nic_ports=N``, two VMs a port, each port near line rate) and VMs on one
+10GbE port (``e35_rx_scaling workload.vms=N``; 16 RX vectors take all 16 cores, so VMs share
+cores with them and each other). At constant traffic per VM (the NIC series) the work grows as
+N and the goal is exponent <= 1.05; in the VM series the port saturates from about 4 VMs, so
+traffic per VM falls as 1/N and the exponent shows only the per-VM overhead (ideally below 1).
+Goals are printed beside the figures and never asserted: the machine is shared and noisy.
+Uses only APIs that older checkouts have too (compose_checked, build, snapshot, measure).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_DIR = str(ROOT / "configs")
+
+# name: (overrides, window scale); the window is --sim-s x scale.
+SCENARIOS = {
+    "S1": (["experiment=e35_tx_single_vm"], 1.0),
+    "RX1": (["experiment=e35_rx_single_vm"], 1.0),
+    "S2": (["experiment=e35_rx_scaling", "workload.vms=16"], 0.5),
+    "S3tx": (["experiment=g80_send"], 0.1),
+    "S3rx": (["experiment=g80_receive"], 0.1),
+    "S4": (["experiment=mc_default_40k", "workload.vms=36"], 0.5),
+    "S4split": (["experiment=mc_split_40k", "workload.vms=36"], 0.25),
+    "RR": (["experiment=dev_vmxnet_64_10g_rr"], 1.0),
+}
+SERIES = {  # name: (sizes, overrides of size n, window scale of size n)
+    "vms": ([1, 2, 4, 8, 16, 32],
+            lambda n: ["experiment=e35_rx_scaling", f"workload.vms={n}"],
+            lambda n: min(1.0, 8 / n)),
+    "nics": ([1, 2, 4, 8],
+             lambda n: ["experiment=g80_receive", f"host.nic_ports={n}"],
+             lambda n: min(0.5, 0.8 / n)),
+}
+for _s, (_sizes, _ov, _scale) in SERIES.items():
+    for _n in _sizes:
+        SCENARIOS[f"{_s}{_n}"] = (_ov(_n), _scale(_n))
+DEFAULT = ["S1", "RX1", "S2", "S3tx", "S3rx", "S4", "S4split", "RR"]
+GOALS = {  # (scenario, figure): minimum, or (maximum,)
+    ("S1", "sim_s_per_cpu_s"): 1.0, ("RX1", "sim_s_per_cpu_s"): 2.0,
+    ("S2", "sim_s_per_cpu_s"): 0.5, ("S3tx", "sim_s_per_cpu_s"): 0.15,
+    ("S3rx", "sim_s_per_cpu_s"): 0.15, ("S4split", "sim_s_per_cpu_s"): 0.4,
+    ("RR", "sim_s_per_cpu_s"): 1.0, ("S1", "events_per_tso_segment"): (12.0,),
+}
+SERIES_GOAL_EXPONENT = 1.05  # at constant traffic per VM: CPU cost at most ~linear in size
+COLUMNS = [  # (figure, header, format)
+    ("window_s", "window_s", "{:.3g}"), ("sim_s_per_cpu_s", "sim_s/cpu_s", "{:.3f}"),
+    ("sim_s_per_wall_s", "sim_s/wall_s", "{:.3f}"), ("events_per_sim_s", "events/sim_s", "{:.3g}"),
+    ("events_per_host_packet", "events/host_pkt", "{:.1f}"),
+    ("events_per_tso_segment", "events/tso_seg", "{:.1f}"), ("peak_rss_mb", "rss_mb", "{:.0f}"),
+    ("goodput_gbps", "goodput_gbps", "{:.4g}"), ("host_cpu_util_pct", "cpu_util_pct", "{:.4g}"),
+]
+
+
+def _eid(env) -> int:
+    return int(repr(env._eid)[6:-1])  # "count(N)": the next event id
+
+
+def run_one(name: str, window_s: float, warmup_s: float) -> dict:
+    """One measured run of scenario ``name`` in this process."""
+    from sim.builder import build
+    from sim.compose import compose_checked
+    from sim.metrics import measure, snapshot
+    overrides = SCENARIOS[name][0]
+    cfg = compose_checked(CONFIG_DIR, overrides)
+    model = build(cfg, 0)
+    env = model.env
+    env.run(until=warmup_s)
+    s0 = snapshot(model)
+    e0, c0, w0 = _eid(env), time.process_time(), time.perf_counter()
+    env.run(until=warmup_s + window_s)
+    cpu_s, wall_s, events = time.process_time() - c0, time.perf_counter() - w0, _eid(env) - e0
+    s1 = snapshot(model)
+    summary, tables = measure(model, s0, s1, window_s, 0)
+    nics = tables["nics"]
+    host_nics = nics[nics["nic"].isin([n.name for n in model.nics])]
+    tso_segments = float(host_nics["tx_packets_per_s"].sum()) * window_s
+    host_packets = summary["host_packets_per_s"] * window_s
+    tx = getattr(cfg.workload, "direction", None) == "tx" and cfg.workload.kind != "tcp_rr"
+    nan = float("nan")
+    return {"scenario": name, "overrides": overrides, "window_s": window_s,
+            "warmup_s": warmup_s, "cpu_s": cpu_s, "wall_s": wall_s, "events": events,
+            "sim_s_per_cpu_s": window_s / cpu_s, "sim_s_per_wall_s": window_s / wall_s,
+            "events_per_sim_s": events / window_s,
+            "events_per_host_packet": events / host_packets if host_packets else nan,
+            "events_per_tso_segment": events / tso_segments if tx and tso_segments else nan,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "goodput_gbps": summary["goodput_gbps"],
+            "host_cpu_util_pct": summary["host_cpu_util_pct"]}
+
+
+def _spawn(name: str, window_s: float, warmup_s: float) -> dict:
+    cmd = [sys.executable, "-m", "sim.bench", "--one", name, "--sim-s", repr(window_s),
+           "--warmup-s", repr(warmup_s)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict]) -> dict:
+    out = {"scenario": runs[0]["scenario"], "overrides": runs[0]["overrides"], "runs": len(runs)}
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)):
+            out[key] = statistics.median(r[key] for r in runs)
+    # the answer must not depend on the run (same config and seed): flag it if it does
+    out["answer_varies"] = any(r[k] != runs[0][k] for r in runs
+                               for k in ("goodput_gbps", "host_cpu_util_pct"))
+    return out
+
+
+def _goal(name: str, figure: str) -> str:
+    g = GOALS.get((name, figure))
+    return "" if g is None else (f"<={g[0]:g}" if isinstance(g, tuple) else f">={g:g}")
+
+
+def _row(name: str, med: dict) -> str:
+    cells = [f"{name:<9}"]
+    for key, head, fmt in COLUMNS:
+        v = med.get(key, float("nan"))
+        text = "-" if v != v else fmt.format(v)
+        goal = _goal(name, key)
+        cells.append(f"{text + (f' ({goal})' if goal else ''):>{_width(key, head)}}")
+    return "  ".join(cells) + ("  answer varies between runs!" if med.get("answer_varies") else "")
+
+
+def header() -> str:
+    return "  ".join([f"{'scenario':<9}", *(f"{h:>{_width(k, h)}}" for k, h, _ in COLUMNS)])
+
+
+def _width(key: str, head: str) -> int:
+    return max(len(head), 14 if any(f == key for _, f in GOALS) else 6)
+
+
+def fit_exponent(sizes: list[int], cpu_s_per_sim_s: list[float]) -> float:
+    """Slope of log(CPU seconds per simulated second) against log(size), least squares."""
+    import numpy as np
+    return float(np.polyfit(np.log(sizes), np.log(cpu_s_per_sim_s), 1)[0])
+
+
+def machine(argv: list[str]) -> dict:
+    import sim
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+            "sim": str(Path(sim.__file__).parent), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "command": " ".join(["python -m sim bench", *argv])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sim bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--scenarios", default=",".join(DEFAULT),
+                    help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    ap.add_argument("--series", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run the VM and NIC series and fit their exponents")
+    ap.add_argument("--sim-s", type=float, default=0.4,
+                    help="simulated seconds of the window (a scenario may scale it)")
+    ap.add_argument("--warmup-s", type=float, default=0.05, help="simulated warm-up, untimed")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per scenario; medians printed")
+    ap.add_argument("--json", help="also write every figure (each run too) to this file")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # child: one run, JSON on stdout
+    argv = list(sys.argv[1:] if argv is None else argv)
+    a = ap.parse_args(argv)
+    if a.one:
+        print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s)))
+        return 0
+    names = [n for n in a.scenarios.split(",") if n]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"error: unknown scenario {unknown[0]!r}: allowed are {', '.join(SCENARIOS)}",
+              file=sys.stderr)
+        return 2
+    if a.series:
+        names += [f"{s}{n}" for s, (sizes, _, _) in SERIES.items() for n in sizes]
+    info = machine(argv)
+    print(f"# {info['command']}\n# {info['date']}; {info['nproc']} x {info['cpu']}; "
+          f"Python {info['python']}; sim from {info['sim']}\n# medians of {a.repeat} runs, "
+          f"each a fresh process; warm-up {a.warmup_s} s simulated, untimed", flush=True)
+    print(header(), flush=True)
+    done: dict[tuple, dict] = {}  # identical overrides and window: run once (S2 = vms16, ...)
+    results = {}
+    for name in dict.fromkeys(names):
+        overrides, scale = SCENARIOS[name]
+        window_s = a.sim_s * scale
+        key = (tuple(overrides), window_s)
+        if key not in done:
+            runs = [_spawn(name, window_s, a.warmup_s) for _ in range(a.repeat)]
+            done[key] = {**_median(runs), "each_run": runs}
+        results[name] = {**done[key], "scenario": name}
+        print(_row(name, results[name]), flush=True)
+    series = {}
+    for s, (sizes, _, _) in SERIES.items():
+        if all(f"{s}{n}" in results for n in sizes):
+            cost = [1 / results[f"{s}{n}"]["sim_s_per_cpu_s"] for n in sizes]
+            series[s] = {"sizes": sizes, "cpu_s_per_sim_s": cost,
+                         "exponent": fit_exponent(sizes, cost)}
+            print(f"series {s}: CPU s per sim s vs {s} {sizes}: "
+                  f"exponent {series[s]['exponent']:.2f} (goal <= {SERIES_GOAL_EXPONENT} at "
+                  f"constant traffic per VM{'; one port: traffic per VM falls' * (s == 'vms')})")
+    if a.json:
+        goals = {f"{n}.{f}": g for (n, f), g in GOALS.items()}
+        Path(a.json).write_text(json.dumps({"machine": info, "args": vars(a), "goals": goals,
+                                            "scenarios": results, "series": series}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
