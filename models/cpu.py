@@ -1,35 +1,54 @@
 """CPU cores, NUMA nodes and schedulable contexts with exact busy-time accounting.
 
-Modelled: each core runs one context at a time (a SimPy resource of capacity 1, FIFO among the
-contexts that want it). A *context* is a serial worker (a VM's vCPU, a hypervisor networking
-context, an interrupt handler, a native process): it executes tasks of a given number of cycles
-one after another on the core it is placed on. Service time = cycles / clock x NUMA factor x
-jitter. When a core switches from one context to another it pays ``context_switch_cycles``
-(world switch plus cache refill): the cost that grows with consolidation.
+Modelled: a *context* is a serial worker (a VM's vCPU, a hypervisor networking context, an
+interrupt handler, a native process): a FIFO server in virtual time that executes tasks of a
+given number of cycles one after another on the core it is placed on. Service time =
+cycles / clock x jitter, where cycles = the task's work + its NUMA penalty + a world switch.
+A task is one timeout whose callback completes it: it credits the context's counters, hands the
+core on, takes the context's next task and calls the submitter back at the completion instant
+(``then``: no other event; ``execute`` returns an event that succeeds then, for generator
+callers). Each core runs one task at a time: a context that finds its core running another
+context's task books the core and waits in the core's FIFO booking queue (FIFO by the instant
+of asking, ties in call order); when the task ends the core passes at once to the first booked
+context, and the finishing context's next task queues behind it, so contexts that share a core
+alternate. When a core switches from one context to another it pays ``context_switch_cycles``
+(world switch plus cache refill): the cost that grows with consolidation. A context that is
+the only one on its core pays none and needs no arbitration.
+
+Cost terms: a task's work is ``{term: cycles}`` (``models.costs``) or bare cycles (term
+``unattributed``); the context adds ``numa`` (the remote penalty), ``world_switch`` and
+``jitter`` (charged minus nominal cycles). A task's terms, packets, bytes, cycles and NUMA
+penalty are credited together when it completes, so at any instant ``term_cycles`` adds up to
+``cycles``; busy time (``busy_time_s``, per context and per core) counts the task in service up
+to the present instant. Jitter: a gamma variate of mean 1 and CV ``jitter_cv`` per task, from
+the context's own stream, drawn when the task starts (one draw per task, in start order).
 
 NUMA: sockets are NUMA nodes (``Core.node``). Every context has a *home*: the node (or nodes)
 whose memory its work touches (a NIC's buffers live on the card's node, a VM's memory on the
 node it was placed on). A task submitted with ``packets``/``n_bytes`` pays, for each home that
 is not the node of the core it runs on, ``remote_per_packet_cycles`` per packet and
 ``remote_per_byte_cycles`` per byte (``NumaParams``): cache misses that cross the socket
-interconnect. The penalty is priced when the task starts, on the core it starts on.
-Migration: ``Context.move_to(core)`` re-places a context between two of its tasks, never inside
-one; a context arriving on a core where a task is running (even one that began on the
-single-context fast path) waits for it, so a core never runs two tasks at once.
-Left out: preemption inside a task, hyper-threading, frequency scaling, the cost of a migration
-itself (beyond the world switch it causes), memory bandwidth limits.
+interconnect. The penalty is priced when the context takes the task, on the core it will run on.
+Migration: ``Context.move_to(core)`` re-places a context at once if it is idle, else when it
+takes its next task, never inside one nor while it waits for a core; a context arriving on a
+core where a task is running (even the task of a context that had the core to itself) books
+the core and waits for it, so a core never runs two tasks at once.
+Left out: preemption inside a task, priorities among contexts, hyper-threading, frequency
+scaling, the cost of a migration itself (beyond the world switch it causes), memory bandwidth
+limits.
 Units: clock in Hz, work in cycles, time in seconds.
 """
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping as _Mapping  # isinstance: faster than typing's
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL, Event, Timeout
 
-from models import units
 from models.base import check
 from models.costs import JITTER, NUMA, UNATTRIBUTED, WORLD_SWITCH
 
@@ -84,20 +103,25 @@ class NumaParams:
 
 
 class Core:
-    """One physical core: a resource of capacity 1 with busy-time accounting."""
+    """One physical core: runs one context's task at a time, with busy-time accounting.
+
+    Contexts that want the core while it is running a task wait in its booking queue (FIFO by
+    the instant they asked, ties in call order); when the task ends the core goes to the first
+    of them at once. A core with a single context never has anyone waiting.
+    """
 
     def __init__(self, env: simpy.Environment, index: int, node: int, params: CpuParams,
                  numa: NumaParams | None = None):
         self.env, self.index, self.node, self.params = env, index, node, params
         self.numa = numa if numa is not None else NumaParams()
         self.name = f"core{index}"
-        self.resource = simpy.Resource(env, capacity=1)
         self.busy_s = 0.0
         self.switches = 0
-        self.n_contexts = 0  # contexts placed here; with one, no arbitration is needed
+        self.n_contexts = 0  # contexts placed here; with one, no world switch is charged
         self._last_context: "Context | None" = None
         self._busy_since: float | None = None
-        self._idle: simpy.Event | None = None
+        self._holder: "Context | None" = None  # the context whose task is in service
+        self._waiting: deque["Context"] = deque()  # contexts booked for the core, FIFO
 
     def switch_cycles(self, ctx: "Context") -> float:
         """World-switch cost when ``ctx`` follows a different context on this core."""
@@ -108,32 +132,19 @@ class Core:
         self._last_context = ctx
         return 0.0
 
-    def start(self) -> None:
-        assert self._busy_since is None, f"{self.name}: two contexts running at once"
-        self._busy_since = self.env.now
-
-    def stop(self) -> None:
-        self.busy_s += self.env.now - self._busy_since
-        self._busy_since = None
-        if self._idle is not None:
-            idle, self._idle = self._idle, None
-            idle.succeed()
-
     @property
     def running(self) -> bool:
-        return self._busy_since is not None
+        return self._holder is not None
 
-    def idle(self) -> simpy.Event:
-        """An event that fires when the task now running stops (a migrated-in context waits on
-        it: that task may have started on the fast path, without holding the resource)."""
-        if self._idle is None:
-            self._idle = self.env.event()
-        return self._idle
+    @property
+    def waiting(self) -> int:
+        """Contexts booked for the core behind the task in service."""
+        return len(self._waiting)
 
     def busy_time_s(self) -> float:
         """Busy time so far, including the task in service (exact at any instant)."""
-        running = self.env.now - self._busy_since if self._busy_since is not None else 0.0
-        return self.busy_s + running
+        since = self._busy_since
+        return self.busy_s if since is None else self.busy_s + (self.env.now - since)
 
 
 class Cpu:
@@ -152,12 +163,27 @@ class Cpu:
         return [c for c in self.cores if c.node == node]
 
 
-class Context:
-    """A serial worker placed on one core; ``execute(cycles)`` returns an event fired when done.
+class _Completion(Timeout):
+    """A task's completion: a timeout whose only callback is the context's ``_complete``."""
 
-    ``home_node``: the node (or tuple of nodes) whose memory this context's work touches; by
-    default the node of the core it is first placed on. Remote work pays the per-packet and
-    per-byte penalty of ``NumaParams`` (the one NUMA mechanism).
+    def __init__(self, env: simpy.Environment, delay: float, callback):
+        self.env = env
+        self.callbacks = [callback]
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, NORMAL, delay)
+
+
+class Context:
+    """A serial worker placed on one core: a FIFO server in virtual time.
+
+    ``then(work, callback)`` runs ``work`` and calls ``callback()`` at the instant it completes
+    (no event beyond the completion's timeout); ``execute(work)`` returns an event that succeeds
+    then (for generator callers that ``yield`` it). ``home_node``: the node (or tuple of nodes)
+    whose memory this context's work touches; by default the node of the core it is first placed
+    on. Remote work pays the per-packet and per-byte penalty of ``NumaParams`` (the one NUMA
+    mechanism).
     """
 
     def __init__(self, env: simpy.Environment, name: str, core: Core, *,
@@ -174,14 +200,25 @@ class Context:
         self.bytes = 0.0
         self.tasks = 0
         self.moves = 0
-        self._queue: deque[tuple] = deque()
-        self._wakeup: simpy.Event | None = None
+        self._queue: deque[tuple] = deque()  # tasks submitted behind the current one
         self._busy_since: float | None = None
         self._move_to: Core | None = None
         self._jitter = _JitterStream(rng, core.params.jitter_cv)
-        assert env.now == 0, "contexts are placed before the run starts"
+        # The current task, from the moment the context takes it (when it books the core) to
+        # its completion; ``_active`` is False when the context is idle (nothing queued).
+        self._active = False
+        self._work: Mapping[str, float] | None = None  # its terms (None: bare cycles)
+        self._bare = 0.0  # its bare cycles, when given as a number
+        self._packets = self._bytes = 0.0
+        self._remote = 0.0  # its NUMA penalty, priced when taken
+        self._shared = False  # taken when the core had other contexts: world switches apply
+        self._switch = 0.0
+        self._nominal = 0.0  # its cycles before jitter (work + NUMA + world switch)
+        self._dt = 0.0
+        self._callback: Callable[[], None] | None = None
+        self._done: simpy.Event | None = None
+        self._complete_cb = self._complete
         core.n_contexts += 1
-        env.process(self._serve())
 
     def execute(self, work: "float | Mapping[str, float]", packets: float = 0,
                 n_bytes: float = 0, home=None) -> simpy.Event:
@@ -190,17 +227,20 @@ class Context:
         ``work`` is the local cost as named terms (term -> cycles, ``models.costs``) or a bare
         number of cycles (charged to the term ``unattributed``). The counts price the NUMA
         penalty and are what the recorder divides the terms by (cycles per packet, per byte)."""
-        done = self.env.event()
-        terms = work if isinstance(work, Mapping) else {UNATTRIBUTED: work}
-        self._queue.append((terms, packets, n_bytes, home, done))
-        if self._wakeup is not None and not self._wakeup.triggered:
-            self._wakeup.succeed()
+        done = Event(self.env)
+        if self._active:
+            self._queue.append((work, packets, n_bytes, home, None, done))
+        else:
+            self._take(work, packets, n_bytes, home, None, done)
         return done
 
     def then(self, work: "float | Mapping[str, float]", callback: Callable[[], None],
              packets: float = 0, n_bytes: float = 0, home=None) -> None:
-        """Run ``work`` (see ``execute``), then call ``callback()``."""
-        self.execute(work, packets, n_bytes, home).callbacks.append(lambda _ev: callback())
+        """Run ``work`` (see ``execute``), then call ``callback()`` at the completion instant."""
+        if self._active:
+            self._queue.append((work, packets, n_bytes, home, callback, None))
+        else:
+            self._take(work, packets, n_bytes, home, callback, None)
 
     def remote_penalty_cycles(self, packets: float, n_bytes: float, home=None) -> float:
         """NUMA penalty of touching ``packets``/``n_bytes`` homed on ``home`` (default: this
@@ -218,18 +258,20 @@ class Context:
                          + numa.remote_per_byte_cycles * n_bytes)
 
     def move_to(self, core: Core) -> None:
-        """Re-place this context on ``core``: now if it is idle, else after its current task."""
+        """Re-place this context on ``core``: now if it is idle, else when it takes its next
+        task (never inside one, nor while it waits for its current core)."""
         self._move_to = core
-        if self._wakeup is not None:  # waiting for work: nothing is running or queued
+        if not self._active:
             self._apply_move()
 
     @property
     def backlog(self) -> int:
+        """Tasks submitted and not yet taken (the one in service or booking is not counted)."""
         return len(self._queue)
 
     def busy_time_s(self) -> float:
-        running = self.env.now - self._busy_since if self._busy_since is not None else 0.0
-        return self.busy_s + running
+        since = self._busy_since
+        return self.busy_s if since is None else self.busy_s + (self.env.now - since)
 
     def _apply_move(self) -> None:
         new, self._move_to = self._move_to, None
@@ -240,58 +282,99 @@ class Context:
         self.core = new
         self.moves += 1
 
-    def _serve(self):
-        env = self.env
-        while True:
-            if not self._queue:
-                self._wakeup = env.event()
-                yield self._wakeup
-                self._wakeup = None
-            if self._move_to is not None:  # between tasks: the only safe moment to move
-                self._apply_move()
-            core = self.core
-            terms, packets, n_bytes, home, done = self._queue.popleft()
-            self.packets += packets
-            self.bytes += n_bytes
-            acc = self.term_cycles
+    def _take(self, work, packets, n_bytes, home, callback, done) -> None:
+        """Take the next task: apply a pending move, price NUMA on the core it will run on,
+        then start it, or book the core if another context's task is in service there."""
+        self._active = True
+        if self._move_to is not None:  # between tasks: the only safe moment to move
+            self._apply_move()
+        core = self.core
+        if type(work) is dict or isinstance(work, _Mapping):
             cycles = 0.0
-            for term, c in terms.items():
-                acc[term] = acc.get(term, 0.0) + c
+            for c in work.values():
                 cycles += c
-            if packets or n_bytes:
-                remote = self.remote_penalty_cycles(packets, n_bytes, home)
-                if remote:
-                    self.remote_cycles += remote
-                    acc[NUMA] = acc.get(NUMA, 0.0) + remote
-                    cycles += remote
-            if core.n_contexts == 1:  # a core of its own: no arbitration events needed
-                core._last_context = self  # so a context moving in later pays its switch
-                yield from self._run(cycles)
-            else:
-                with core.resource.request() as req:
-                    yield req
-                    if core.running:  # a fast-path task begun before this context arrived
-                        yield core.idle()
-                    switch = core.switch_cycles(self)
-                    if switch:
-                        acc[WORLD_SWITCH] = acc.get(WORLD_SWITCH, 0.0) + switch
-                    yield from self._run(cycles + switch)
-            done.succeed()
+            self._work = work
+        else:  # bare cycles: the term 'unattributed'
+            cycles = 0.0 + work
+            self._work, self._bare = None, cycles
+        remote = 0.0
+        if packets or n_bytes:
+            remote = self.remote_penalty_cycles(packets, n_bytes, home)
+            cycles += remote
+        self._packets, self._bytes, self._remote = packets, n_bytes, remote
+        self._nominal, self._callback, self._done = cycles, callback, done
+        self._shared = core.n_contexts != 1
+        if core._holder is None:
+            self._start(core)
+        else:  # another context's task is in service here: book the core, FIFO
+            core._waiting.append(self)
 
-    def _run(self, cycles: float):
-        env, core, clock = self.env, self.core, self.core.params.clock_hz
-        dt = units.cycles_to_s(cycles, clock) * self._jitter.next()
-        core.start()
-        self._busy_since = env.now
-        yield env.timeout(dt)
-        core.stop()
-        self.busy_s += env.now - self._busy_since
+    def _start(self, core: Core) -> None:
+        """Run the taken task on ``core`` from now: one timeout, ``_complete`` its callback."""
+        if self._shared:
+            switch = core.switch_cycles(self)
+            self._switch = switch
+            self._nominal += switch
+        else:  # a core of its own: no world switch; a context moving in later pays one
+            core._last_context = self
+            self._switch = 0.0
+        env = self.env
+        clock = core.params.clock_hz
+        jitter = self._jitter
+        dt = self._nominal / clock
+        if jitter.cv:
+            dt *= jitter.next()
+        self._dt = dt
+        now = env.now
+        core._holder = self
+        core._busy_since = now
+        self._busy_since = now
+        _Completion(env, dt, self._complete_cb)
+
+    def _complete(self, _event) -> None:
+        """The task ends: credit it, hand the core on, take the next task, call back."""
+        core = self.core
+        now = self.env.now
+        core.busy_s += now - core._busy_since
+        core._busy_since = None
+        core._holder = None
+        self.busy_s += now - self._busy_since
         self._busy_since = None
-        charged = units.s_to_cycles(dt, clock)
-        if charged != cycles:  # service-time jitter: its own term, so the terms add up
-            self.term_cycles[JITTER] = self.term_cycles.get(JITTER, 0.0) + charged - cycles
+        # Credit the task's counts and its cycles by term (they add up to ``cycles``).
+        acc = self.term_cycles
+        work = self._work
+        if work is not None:
+            for term, c in work.items():
+                acc[term] = acc.get(term, 0.0) + c
+        else:
+            acc[UNATTRIBUTED] = acc.get(UNATTRIBUTED, 0.0) + self._bare
+        self.packets += self._packets
+        self.bytes += self._bytes
+        remote = self._remote
+        if remote:
+            self.remote_cycles += remote
+            acc[NUMA] = acc.get(NUMA, 0.0) + remote
+        switch = self._switch
+        if switch:
+            acc[WORLD_SWITCH] = acc.get(WORLD_SWITCH, 0.0) + switch
+        nominal = self._nominal
+        charged = self._dt * core.params.clock_hz
+        if charged != nominal:  # service-time jitter: its own term, so the terms add up
+            acc[JITTER] = acc.get(JITTER, 0.0) + charged - nominal
         self.cycles += charged
         self.tasks += 1
+        callback, done = self._callback, self._done
+        self._callback = self._done = self._work = None
+        if core._waiting:  # the core goes to the context that booked it first
+            core._waiting.popleft()._start(core)
+        if done is not None:
+            done.succeed()
+        if self._queue:  # this context takes its next task (behind any booked one)
+            self._take(*self._queue.popleft())
+        else:
+            self._active = False
+        if callback is not None:  # last: it may submit work to this context or any other
+            callback()
 
 
 class _JitterStream:
