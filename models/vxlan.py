@@ -49,6 +49,7 @@ class VxlanParams:
     # per byte, the inner TCP checksum (~0.5 cycle/byte with 2012 csum_partial).
     sw_segment: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.5))
     sw_rx_checksum: CycleCost = field(default_factory=lambda: CycleCost(0.0, 0.0, 0.5))
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(576 <= self.inner_mtu_bytes <= 9000, "inner_mtu_bytes", self.inner_mtu_bytes,

@@ -6,6 +6,17 @@ against it: unknown keys, wrong types and out-of-range values raise ``ConfigErro
 one-line message naming the key, the value and what is allowed. Cross-field rules (socket buffer
 >= one MSS, MTU within what the vNIC supports) are checked here after the fields. Models never
 see a DictConfig.
+
+One source: parameter values live in ``configs/``; a dataclass default equals the value of the
+default composition (``Config()`` is the default run; ``tests/config/test_one_source.py``).
+
+Provenance: every cost (a ``CycleCost`` field, a number whose name ends in ``_cycles``, and
+``jitter_cv``: ``cost_fields``) is tagged in the ``provenance`` mapping of the parameters that
+hold it, ``{field: "TAG: reason"}`` with TAG one of ``PROVENANCE_TAGS`` (source: a published
+figure, cite it; derived: computed from other figures, say how; assumed: a prior, say what it
+rests on; fitted: say on which targets). ``_build`` checks a mapping that is present (keys are
+that section's costs, tags known, a reason given); that every cost of every config file has one
+is ``tests/config/test_provenance.py``'s check. Provenance is metadata: it never enters equality.
 """
 from __future__ import annotations
 
@@ -15,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from models import units
-from models.base import check
+from models.base import CycleCost, check
 from models.cpu import CpuParams, NumaParams
 from models.guest import GuestParams
 from models.hypervisor import HypervisorParams
@@ -33,18 +44,47 @@ class ConfigError(ValueError):
     """A configuration problem, reported to the user as one line."""
 
 
+PROVENANCE_TAGS = ("source", "derived", "assumed", "fitted")
+
+
+def cost_fields(cls) -> tuple[str, ...]:
+    """The fields of parameter class ``cls`` that are costs and carry a provenance tag: every
+    ``CycleCost``, every number whose name ends in ``_cycles``, and ``jitter_cv``."""
+    hints = typing.get_type_hints(cls)
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if hints[f.name] is CycleCost or f.name == "jitter_cv"
+                 or (f.name.endswith("_cycles") and hints[f.name] in (int, float)))
+
+
+def _check_provenance(cls, provenance: Mapping[str, str], path: str) -> None:
+    costs = cost_fields(cls)
+    for key, text in provenance.items():
+        full = f"{path}provenance.{key}"
+        if key not in costs:
+            raise ConfigError(f"unknown key '{full}': not a cost of "
+                              f"'{path.rstrip('.') or 'the top level'}'; its costs: "
+                              f"{', '.join(costs) or 'none'}")
+        tag, sep, reason = text.partition(":")
+        if not sep or tag.strip() not in PROVENANCE_TAGS or not reason.strip():
+            raise ConfigError(f"{full}={text!r}: must be 'TAG: reason' with TAG one of "
+                              f"{', '.join(PROVENANCE_TAGS)} and a reason after the colon")
+
+
 @dataclass(frozen=True)
 class MetaParams:
-    name: str = "default"
-    description: str = ""
-    source: str = ""  # the claim ids or study this experiment reproduces
+    """The experiment a run reproduces. Defaults: the default experiment's (e35_tx_single_vm)."""
+
+    name: str = "e35_tx_single_vm"
+    description: str = ("000: one 1-vCPU RHEL5 VM transmits over 10GbE, 5 sessions, 64KB "
+                        "sockets, 16KB messages")
+    source: str = "E35-tx-std"  # the claim ids or study this experiment reproduces
 
 
 @dataclass(frozen=True)
 class RunParams:
     seed: int = 1
-    warmup_s: float = 0.2
-    measure_s: float = 1.0
+    warmup_s: float = 0.1
+    measure_s: float = 0.5
     replications: int = 3
 
     def __post_init__(self):
@@ -67,7 +107,7 @@ class HostParams:
     every ``numa_io_period_ms``.
     """
 
-    name: str = "host"
+    name: str = "dl580_g5"
     cpu: CpuParams = field(default_factory=CpuParams)
     numa: NumaParams = field(default_factory=NumaParams)
     irq_core: int = 1
@@ -113,10 +153,12 @@ class Config:
     workload: WorkloadParams = field(default_factory=WorkloadParams)
 
 
-def to_config(mapping: Mapping[str, Any]) -> Config:
-    """Validate ``mapping`` against the schema and build the frozen ``Config``."""
+def to_config(mapping: Mapping[str, Any], cross_checks: bool = True) -> Config:
+    """Validate ``mapping`` against the schema and build the frozen ``Config``
+    (``cross_checks=False``: each field on its own, not the rules between groups)."""
     cfg = _build(Config, mapping, "")
-    _cross_check(cfg)
+    if cross_checks:
+        _cross_check(cfg)
     return cfg
 
 
@@ -133,6 +175,8 @@ def _build(cls, mapping: Any, path: str):
             raise ConfigError(f"unknown key '{full}' (value {value!r}); allowed keys under "
                               f"'{path.rstrip('.') or 'the top level'}': {', '.join(fields)}")
         kwargs[key] = _convert(hints[key], value, full)
+    if "provenance" in kwargs:
+        _check_provenance(cls, kwargs["provenance"], path)
     try:
         return cls(**kwargs)
     except ValueError as exc:
@@ -160,6 +204,12 @@ def _convert(tp, value, full: str):
         if not isinstance(value, str):
             raise ConfigError(f"{full}={value!r}: must be a string")
         return value
+    if typing.get_origin(tp) is dict:
+        key_tp, value_tp = typing.get_args(tp)
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{full}={value!r}: must be a mapping")
+        return {_convert(key_tp, k, f"{full} key"): _convert(value_tp, v, f"{full}.{k}")
+                for k, v in value.items()}
     raise TypeError(f"schema field {full} has unsupported type {tp}")
 
 

@@ -28,7 +28,7 @@ Units: bytes, microseconds, cycles.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -48,6 +48,7 @@ class HttpParams:
     # Apache 2.2 per request (parse, URL to file, stat, log line): ~20 us on a 2.7 GHz core.
     server_request_cycles: float = 50000.0
     think_time_us: float = 0.0
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1 <= self.object_bytes <= 1 << 30, "object_bytes", self.object_bytes,

@@ -20,7 +20,7 @@ NUMA = NumaParams(remote_per_packet_cycles=100.0, remote_per_byte_cycles=0.5)
 
 
 def cpu(env, sockets=2, cores=2, numa=NUMA):
-    return Cpu(env, CpuParams(sockets, cores, GHZ), numa)
+    return Cpu(env, CpuParams(sockets, cores, GHZ, context_switch_cycles=0.0, jitter_cv=0.0), numa)
 
 
 def ctx(env, name, core, home=None):

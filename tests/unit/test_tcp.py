@@ -217,7 +217,8 @@ class _App:
         from models.base import CycleCost
         from models.cpu import Context, Core, CpuParams
         from models.guest import OsStackParams
-        self.ctx = Context(env, "app", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+        ideal = CpuParams(1, 1, 1e9, context_switch_cycles=0.0, jitter_cv=0.0)
+        self.ctx = Context(env, "app", Core(env, 0, 0, ideal), rng=None)
         self.stack = OsStackParams(send_call=CycleCost(1000.0, 0.0, 0.0),
                                    recv_call=CycleCost(1000.0, 0.0, 0.0))
 
