@@ -3,13 +3,13 @@
 A *burst* is the unit that moves through the simulation (DESIGN.md, granularity): a TSO segment
 on transmit, an interrupt's worth of frames on receive, a train of ACKs. It carries its frame and
 packet counts and bytes; per-frame costs and wire time are computed from the counts, never by an
-event per frame.
+event per frame. A buffer that has room for part of a burst keeps its first whole packets
+(``fit``, one rule for rings and the NIC's DMA stages).
 
 Units: bytes, frames, packets, cycles; time in seconds (SimPy).
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,51 +54,97 @@ class CycleCost:
                          self.per_byte_cycles * factor)
 
 
-@dataclass
 class Burst:
     """A group of frames of one flow moving together.
 
     ``frames`` is what the wire and the receive rings see; ``packets`` is what the host stack sees
     (a TSO segment is one packet of many frames; an LRO aggregate likewise). ``payload_bytes`` is
-    transport payload; ``header_bytes`` is IP+transport header per frame.
+    transport payload; ``header_bytes`` is IP+transport header per frame. ``wire_bytes`` (framing
+    and padding included, ``units.burst_wire_bytes``) is a plain field computed from the counts
+    when the burst is made; the counts are not changed afterwards (``_copy`` makes a new burst).
+
+    A plain class with ``__slots__`` (it was a dataclass): bursts are made and copied several
+    times per hop. Constructor, field names and field-wise ``==`` are the dataclass's.
     """
 
-    kind: str
-    flow: int
-    payload_bytes: int
-    frames: int
-    packets: int
-    header_bytes: int
-    frame_payload_bytes: int
-    seq: int = 0            # first payload byte (TCP data)
-    ack: int = 0            # cumulative ACK (TCP ACK)
-    window_bytes: int = 0   # advertised receive window (TCP ACK)
-    sack_edge: int = 0      # first byte held out of order above ``ack`` (0: none)
-    psh: bool = False
-    dup: bool = False       # a duplicate ACK train
-    sent_s: float = 0.0     # when the sender emitted it (RTT samples)
-    echo_s: float = -1.0    # the sent_s echoed back by an ACK (timestamp option)
-    retransmit: bool = False
-    dst: int = 0            # destination endpoint id (VM index, or -1: the peer)
-    src: int = 0            # source endpoint id (same numbering)
-    encap_bytes: int = 0    # tunnel headers per frame included in header_bytes (VXLAN: 50)
-    piggyback: "Burst | None" = None  # an ACK of the reverse direction riding on data (TCP_RR)
+    __slots__ = ("kind", "flow", "payload_bytes", "frames", "packets", "header_bytes",
+                 "frame_payload_bytes", "seq", "ack", "window_bytes", "sack_edge", "psh", "dup",
+                 "sent_s", "echo_s", "retransmit", "dst", "src", "encap_bytes", "piggyback",
+                 "wire_bytes")
+    __hash__ = None  # mutable, compared field by field (as the dataclass was)
 
-    @property
-    def wire_bytes(self) -> int:
-        # Cached: asked for at every ring and link; reset by _copy when the counts change.
-        wb = self.__dict__.get("_wire_bytes")
-        if wb is None:
-            wb = self.__dict__["_wire_bytes"] = units.burst_wire_bytes(
-                self.payload_bytes, self.frames, self.header_bytes, self.frame_payload_bytes)
-        return wb
+    def __init__(self, kind: str, flow: int, payload_bytes: int, frames: int, packets: int,
+                 header_bytes: int, frame_payload_bytes: int,
+                 seq: int = 0,             # first payload byte (TCP data)
+                 ack: int = 0,             # cumulative ACK (TCP ACK)
+                 window_bytes: int = 0,    # advertised receive window (TCP ACK)
+                 sack_edge: int = 0,       # first byte held out of order above ``ack`` (0: none)
+                 psh: bool = False,
+                 dup: bool = False,        # a duplicate ACK train
+                 sent_s: float = 0.0,      # when the sender emitted it (RTT samples)
+                 echo_s: float = -1.0,     # the sent_s echoed back by an ACK (timestamp option)
+                 retransmit: bool = False,
+                 dst: int = 0,             # destination endpoint id (VM index, or -1: the peer)
+                 src: int = 0,             # source endpoint id (same numbering)
+                 encap_bytes: int = 0,     # tunnel headers per frame in header_bytes (VXLAN: 50)
+                 piggyback: "Burst | None" = None):  # a reverse-direction ACK riding on data
+        self.kind = kind
+        self.flow = flow
+        self.payload_bytes = payload_bytes
+        self.frames = frames
+        self.packets = packets
+        self.header_bytes = header_bytes
+        self.frame_payload_bytes = frame_payload_bytes
+        self.seq = seq
+        self.ack = ack
+        self.window_bytes = window_bytes
+        self.sack_edge = sack_edge
+        self.psh = psh
+        self.dup = dup
+        self.sent_s = sent_s
+        self.echo_s = echo_s
+        self.retransmit = retransmit
+        self.dst = dst
+        self.src = src
+        self.encap_bytes = encap_bytes
+        self.piggyback = piggyback
+        self.wire_bytes = units.burst_wire_bytes(payload_bytes, frames, header_bytes,
+                                                 frame_payload_bytes)
+
+    def _clone(self) -> "Burst":
+        """A shallow copy, ``wire_bytes`` included (for changes that keep the counts)."""
+        new = _new_object(Burst)
+        new.kind = self.kind
+        new.flow = self.flow
+        new.payload_bytes = self.payload_bytes
+        new.frames = self.frames
+        new.packets = self.packets
+        new.header_bytes = self.header_bytes
+        new.frame_payload_bytes = self.frame_payload_bytes
+        new.seq = self.seq
+        new.ack = self.ack
+        new.window_bytes = self.window_bytes
+        new.sack_edge = self.sack_edge
+        new.psh = self.psh
+        new.dup = self.dup
+        new.sent_s = self.sent_s
+        new.echo_s = self.echo_s
+        new.retransmit = self.retransmit
+        new.dst = self.dst
+        new.src = self.src
+        new.encap_bytes = self.encap_bytes
+        new.piggyback = self.piggyback
+        new.wire_bytes = self.wire_bytes
+        return new
 
     def _copy(self, **changes) -> "Burst":
-        """A shallow copy with ``changes`` (dataclasses.replace is several times slower)."""
-        new = copy.copy(self)
-        new.__dict__.update(changes)
-        if "frames" in changes or "payload_bytes" in changes or "header_bytes" in changes:
-            new.__dict__.pop("_wire_bytes", None)
+        """A shallow copy with ``changes`` (field name -> value); ``wire_bytes`` follows."""
+        new = self._clone()
+        for name, value in changes.items():
+            setattr(new, name, value)
+        if not _COUNTS.isdisjoint(changes):
+            new.wire_bytes = units.burst_wire_bytes(new.payload_bytes, new.frames,
+                                                    new.header_bytes, new.frame_payload_bytes)
         return new
 
     @property
@@ -114,32 +160,96 @@ class Burst:
     def head(self, n_packets: int) -> "Burst":
         """The first ``n_packets`` whole packets (what a ring with that much room accepts)."""
         assert 0 < n_packets < self.packets
-        n_frames = n_packets * self.frames_per_packet
+        n_frames = n_packets * -(-self.frames // self.packets)
         payload = min(self.payload_bytes, n_frames * self.frame_payload_bytes)
-        return self._copy(frames=n_frames, packets=n_packets, payload_bytes=payload)
+        new = self._clone()
+        new.frames, new.packets, new.payload_bytes = n_frames, n_packets, payload
+        new.wire_bytes = units.burst_wire_bytes(payload, n_frames, self.header_bytes,
+                                                self.frame_payload_bytes)
+        return new
 
     def aggregated(self, max_bytes: int) -> "Burst":
         """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``."""
         if self.kind != DATA or max_bytes <= 0:
             return self
-        per_aggregate = max(1, max_bytes // self.frame_payload_bytes)
-        return self._copy(packets=-(-self.frames // per_aggregate))
+        new = self._clone()
+        new.packets = -(-self.frames // max(1, max_bytes // self.frame_payload_bytes))
+        return new
 
     def as_frames(self) -> "Burst":
         """The same burst after the wire: every frame is a packet to the receiver."""
-        return self if self.packets == self.frames else self._copy(packets=self.frames)
+        if self.packets == self.frames:
+            return self
+        new = self._clone()
+        new.packets = self.frames
+        return new
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other):
+        if other.__class__ is not Burst:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return "Burst(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in _FIELDS) + ")"
+
+
+_new_object = object.__new__
+_FIELDS = Burst.__slots__[:-1]  # the constructor's arguments, in order (wire_bytes is derived)
+_COUNTS = frozenset(("payload_bytes", "frames", "header_bytes", "frame_payload_bytes"))
+
+
+def fit(burst: Burst, room: float, size: float, size_of: Callable[[Burst], float],
+        stage: "StageStats", reason: str) -> Burst | None:
+    """What of ``burst`` (``size`` in room's unit, as ``size_of`` measures a burst) fits in
+    ``room``: all of it, or its first whole packets (tail drop: per frame for plain frames, per
+    aggregate for LRO aggregates; a TSO segment, one packet of many frames, is kept whole or not
+    at all), or None. The part cut off is counted in ``stage`` as dropped for ``reason`` (frames
+    and wire bytes). The one cutting rule of every buffer: rings (``Ring.offer``, in frames or
+    packets) and the NIC's DMA stages (``models.pcie.RxDma``, in descriptors and FIFO bytes).
+
+    The number of packets kept is estimated in proportion to ``room`` and lowered until the head
+    fits (exact at once for frame and packet counts, where a packet's size is fixed)."""
+    if size <= room:
+        return burst
+    kept = None
+    packets = burst.packets
+    if room > 0 and packets > 1:
+        n = min(packets - 1, int(room * packets // size))
+        while n > 0:
+            head = burst.head(n)
+            if size_of(head) <= room:
+                kept = head
+                break
+            n -= 1
+    if kept is None:
+        stage.drop(reason, burst.frames, burst.wire_bytes)
+    else:
+        stage.drop(reason, burst.frames - kept.frames, burst.wire_bytes - kept.wire_bytes)
+    return kept
+
+
+def frames_of(burst: Burst) -> int:
+    return burst.frames
+
+
+def packets_of(burst: Burst) -> int:
+    return burst.packets
 
 
 def sums_by_dst(batch: Iterable[Burst]) -> dict[int, tuple[int, int]]:
     """Per destination endpoint (``Burst.dst``): (packets, payload bytes) of ``batch``."""
     sums: dict[int, tuple[int, int]] = {}
     for b in batch:
-        packets, n_bytes = sums.get(b.dst, (0, 0))
-        sums[b.dst] = (packets + b.packets, n_bytes + b.payload_bytes)
+        s = sums.get(b.dst)
+        sums[b.dst] = ((b.packets, b.payload_bytes) if s is None
+                       else (s[0] + b.packets, s[1] + b.payload_bytes))
     return sums
 
 
-@dataclass
+@dataclass(slots=True)
 class StageStats:
     """Frame/byte counters of one buffering stage, drops by named reason.
 
@@ -211,7 +321,8 @@ class Ring:
     it is being processed (``claim`` hands it to the consumer without freeing). A burst that finds
     too little room is cut to the whole packets that fit (tail drop): per frame for plain frames,
     per aggregate for LRO aggregates; a packet of many frames (a TSO segment) that does not fit
-    is dropped whole. ``on_space`` callbacks run when slots are freed.
+    is dropped whole (``fit``, the rule the NIC's DMA stages use too). ``on_space`` callbacks
+    run when slots are freed.
     """
 
     def __init__(self, name: str, capacity: int, stats: Stats, unit: str = "frames",
@@ -224,8 +335,8 @@ class Ring:
         self._pending: deque[Burst] = deque()
         self.on_space: list[Callable[[], None]] = []
 
-    def _size(self, burst: Burst) -> int:
-        return burst.frames if self.unit == "frames" else burst.packets
+        self._by_frames = unit == "frames"
+        self._size = frames_of if self._by_frames else packets_of
 
     @property
     def free(self) -> int:
@@ -235,21 +346,23 @@ class Ring:
         return len(self._pending)
 
     def offer(self, burst: Burst) -> Burst | None:
-        """Enqueue what fits; count the rest as dropped. Returns the accepted part or None."""
-        size, room = self._size(burst), self.free
-        accepted = burst
-        if size > room:
-            fit = room // burst.frames_per_packet if self.unit == "frames" else room
-            accepted = burst.head(fit) if fit > 0 else None
-            kept_frames = accepted.frames if accepted else 0
-            kept_bytes = accepted.wire_bytes if accepted else 0
-            self.stats.drop(self.drop_reason, burst.frames - kept_frames,
-                            burst.wire_bytes - kept_bytes)
-        if accepted is not None:
-            self.used += self._size(accepted)
-            self.stats.arrive(accepted.frames, accepted.wire_bytes)
-            self._pending.append(accepted)
-        return accepted
+        """Enqueue what fits; count the rest as dropped (``fit``). Returns the accepted part or
+        None."""
+        size = burst.frames if self._by_frames else burst.packets
+        if size > self.capacity - self.used:
+            burst = fit(burst, self.capacity - self.used, size, self._size, self.stats,
+                        self.drop_reason)
+            if burst is None:
+                return None
+            size = burst.frames if self._by_frames else burst.packets
+        self.used += size
+        st, frames, wire = self.stats, burst.frames, burst.wire_bytes  # st.arrive, inlined
+        st.arrived_frames += frames
+        st.arrived_bytes += wire
+        st.queued_frames += frames
+        st.queued_bytes += wire
+        self._pending.append(burst)
+        return burst
 
     def peek(self) -> Burst:
         return self._pending[0]
@@ -263,17 +376,40 @@ class Ring:
         return batch
 
     def release(self, bursts: Iterable[Burst]) -> None:
+        """Free the slots of ``bursts`` (claimed earlier), then run the ``on_space`` callbacks."""
+        frames = packets = n_bytes = 0
         for b in bursts:
-            self.used -= self._size(b)
-            self.stats.depart(b.frames, b.wire_bytes)
+            frames += b.frames
+            packets += b.packets
+            n_bytes += b.wire_bytes
+        self.used -= frames if self._by_frames else packets
+        st = self.stats  # st.depart, inlined
+        st.departed_frames += frames
+        st.departed_bytes += n_bytes
+        st.queued_frames -= frames
+        st.queued_bytes -= n_bytes
         for cb in list(self.on_space):
             cb()
+
+    def release_one(self, burst: Burst) -> None:
+        """``release([burst])`` without the list."""
+        frames, wire = burst.frames, burst.wire_bytes
+        self.used -= frames if self._by_frames else burst.packets
+        st = self.stats  # st.depart, inlined
+        st.departed_frames += frames
+        st.departed_bytes += wire
+        st.queued_frames -= frames
+        st.queued_bytes -= wire
+        if self.on_space:
+            for cb in list(self.on_space):
+                cb()
 
 
 class RingPoller:
     """Drains a ring in passes on one context, NAPI style: a pass claims everything the ring
-    holds, pays ``cost_fn(batch, is_interrupt) -> (cycles, packets, n_bytes)`` on ``context``
-    (the counts price NUMA), then frees the slots, hands the batch to ``deliver_fn(batch)`` and
+    holds, pays ``cost_fn(batch, is_interrupt) -> (terms, packets, n_bytes)`` on ``context``
+    (``terms``: cycles by named term, ``models.costs``; the counts price NUMA and are what the
+    terms are divided by), then frees the slots, hands the batch to ``deliver_fn(batch)`` and
     polls again (not an interrupt); an empty ring ends the passes. ``busy`` is True from the
     first pass until the ring is found empty (a producer need not kick, nor ring a doorbell,
     while it is). ``context`` may be set after construction (before the first kick).
@@ -301,8 +437,8 @@ class RingPoller:
         self.busy = True
         self.polls += 1
         taken = self.take(batch) if self.take is not None else batch
-        cycles, packets, n_bytes = self.cost_fn(taken, is_interrupt)
-        self.context.then(cycles, lambda: self._done(batch, taken), packets=packets,
+        terms, packets, n_bytes = self.cost_fn(taken, is_interrupt)
+        self.context.then(terms, lambda: self._done(batch, taken), packets=packets,
                           n_bytes=n_bytes)
 
     def _done(self, batch: list[Burst], taken: list[Burst]) -> None:

@@ -20,6 +20,8 @@ interrupts/s, i.e. ``timer = 0.9 timer + 0.1 target`` per interrupt (slow to spe
 to slow down). It starts in ``low`` at its timer (ixgbe's initial 20K interrupts/s).
 Bytes are counted as the handler takes them (``account``), like the driver's cleaned bytes.
 ``max_frames`` still caps a batch in both modes.
+Events: one SimPy timeout per armed timer (none per frame); an interrupt fired by the frame
+threshold leaves its timer's event in the queue, where it expires unused.
 Left out: ixgbe's per-packet-size refinements of later versions, TX-side ITR.
 Units: microseconds, frames, bytes.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import simpy
+from simpy.events import Timeout
 
 from models import units
 from models.base import check
@@ -80,15 +83,16 @@ class Coalescer:
             self._fire()
         elif not self._armed:
             self._armed = True
-            gen = self._timer_gen
-            t = self.env.timeout(units.us_to_s(self.timer_us))
-            t.callbacks.append(lambda _e: self._expire(gen))
+            Timeout(self.env, units.us_to_s(self.timer_us), self._timer_gen).callbacks.append(
+                self._expire)
 
     def account(self, frames: int, n_bytes: int) -> None:
         """The handler took ``frames`` frames of ``n_bytes`` bytes (what adaptive modes see)."""
 
-    def _expire(self, gen: int) -> None:
-        if gen == self._timer_gen and self._armed:
+    def _expire(self, event: Timeout) -> None:
+        """The timer armed in generation ``event.value`` expires (ignored if an interrupt has
+        fired since: the timer was disarmed, but its SimPy event cannot be withdrawn)."""
+        if event.value == self._timer_gen and self._armed:
             self._fire()
 
     def _fire(self) -> None:

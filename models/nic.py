@@ -23,22 +23,36 @@ Modelled:
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
   into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
-  bus is ideal (the peer's NIC).
+  bus is ideal (the peer's NIC): a fetch is free and instantaneous, and the FIFO holds only the
+  burst on the wire (so the round-robin turn is taken when the wire frees; with one TX queue
+  there is no turn to take, and a burst is booked on the wire as soon as it is posted).
+- Transmit is one path for both buses, kept in virtual time: a fetch and the wire are booked
+  arithmetically when a burst is taken (``TxDma.fetch``, ``Link.transmit``), not by processes
+  waking each other. SimPy events per burst: its arrival at the far end (``models.wire``), plus
+  a departure event when its last bit leaves if something must happen at that instant: the
+  ring has ``on_space`` callbacks to run (a driver that refills, ``on_tx_space``), or a posted
+  burst waits for the FIFO room the departure frees. Otherwise the departure (descriptor freed,
+  FIFO room, ``tx_*`` counters) is settled lazily: the counters are exact at any instant, a
+  ring's slots are freed before the port's next post or fetch. RX: with PCIe one event per
+  burst (its DMA completion, ``models.pcie.RxDma``), none without.
 Left out: pause frames, flow director.
-Units: slots, bytes, cycles.
+Units: slots, bytes, cycles; time in seconds.
 """
 from __future__ import annotations
 
+import math
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 import simpy
+from simpy.events import Timeout
 
 from models.base import Burst, Ring, RingPoller, Stats, check
 from models.coalescing import CoalescingParams, make_coalescer
 from models.cpu import Context
-from models.pcie import PcieLink, RxDma, TxDma
+from models.pcie import PcieLink, RxDma, TxDma, tx_dma_bytes
 from models.wire import Link, LinkParams
 
 RX_SORTS = ("single", "vmdq", "rss")
@@ -75,7 +89,7 @@ class NicParams:
         check(self.tx_fifo_bytes >= 2048, "tx_fifo_bytes", self.tx_fifo_bytes, ">= 2048")
 
 
-RxCost = Callable[[list[Burst], bool], float]  # (batch, is_interrupt) -> cycles
+RxCost = Callable[[list[Burst], bool], dict]  # (batch, is_interrupt) -> {term: cycles}
 
 
 class RxQueue:
@@ -89,20 +103,32 @@ class RxQueue:
         self.ring = Ring(f"{name}.rx_ring", params.rx_ring_slots, stats, unit="frames",
                          drop_reason="rx_ring_full")
         self.coalescer = make_coalescer(env, params.coalescing, self._interrupt)
-        self.cost: RxCost = lambda batch, irq: 0.0
+        self.cost: RxCost = lambda batch, irq: {}
         self.deliver: Callable[[list[Burst]], None] = lambda batch: None
+        # What the owner makes of a batch before paying for it (software LRO, say): its result
+        # is what ``cost`` and ``deliver`` get; it is given the handler's context.
+        self.prepare: Callable[[list[Burst], Context], object] | None = None
         # The vector's handler: takes everything in the ring, polls again before re-enabling.
         # Hardware LRO merges what the ring admitted (frame by frame), as the handler takes it.
-        lro_max = params.lro_max_bytes if params.lro else 0
-        self.poller = RingPoller(self.ring, None, self._pass_cost, lambda b: self.deliver(b),
-                                 take=self._lro if lro_max else None)
-        self._lro_max, self._lro_tunnelled = lro_max, params.lro_tunnelled
+        self._lro_max = params.lro_max_bytes if params.lro else 0
+        self._lro_tunnelled = params.lro_tunnelled
+        self.poller = RingPoller(self.ring, None, self._pass_cost, lambda t: self.deliver(t[0]),
+                                 take=self._take)
 
-    def _lro(self, batch: list[Burst]) -> list[Burst]:
-        """Hardware LRO of a handler's batch; tunnelled (VXLAN) frames only with
-        ``lro_tunnelled`` (otherwise the NIC sees outer UDP headers and cannot merge)."""
-        return [b if b.encap_bytes and not self._lro_tunnelled else b.aggregated(self._lro_max)
-                for b in batch]
+    def _take(self, batch: list[Burst]) -> tuple[object, int, int]:
+        """Hardware LRO (tunnelled VXLAN frames only with ``lro_tunnelled``: otherwise the NIC
+        sees outer UDP headers and cannot merge), the coalescer's byte count, then the owner's
+        ``prepare``. Returns (what the owner gets, frames, IP bytes)."""
+        if self._lro_max:
+            batch = [b if b.encap_bytes and not self._lro_tunnelled
+                     else b.aggregated(self._lro_max) for b in batch]
+        frames = n_bytes = 0
+        for b in batch:
+            frames += b.frames
+            n_bytes += b.ip_bytes
+        self.coalescer.account(frames, n_bytes)
+        taken = batch if self.prepare is None else self.prepare(batch, self.poller.context)
+        return taken, frames, n_bytes
 
     @property
     def context(self) -> Context | None:
@@ -125,15 +151,18 @@ class RxQueue:
     def _interrupt(self) -> None:
         self.poller.kick(is_interrupt=True)
 
-    def _pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
-        frames, n_bytes = sum(b.frames for b in batch), sum(b.ip_bytes for b in batch)
-        self.coalescer.account(frames, n_bytes)
+    def _pass_cost(self, taken: tuple, is_interrupt: bool) -> tuple[dict, int, int]:
         # NUMA: the handler reads frames in buffers homed on the card's node (its home).
-        return self.cost(batch, is_interrupt), frames, n_bytes
+        return self.cost(taken[0], is_interrupt), taken[1], taken[2]
 
 
 class NicPort:
-    """One port of a NIC: its link out, its TX queues, its RX queues."""
+    """One port of a NIC: its link out, its TX queues, its RX queues.
+
+    Transmit is one path whatever the bus (module docstring): ``send`` posts a burst to its
+    ring; the port takes bursts round-robin while its TX FIFO has room, books each fetch on the
+    bus (``TxDma.fetch``; free and instantaneous without a ``PcieLink``) and the wire
+    (``Link.transmit``), and frees the slot when the last bit has left."""
 
     def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats,
                  rss_salt: int = 0, pcie: PcieLink | None = None):
@@ -145,16 +174,30 @@ class NicPort:
         self.rx_queues = [RxQueue(env, f"{name}.rxq{k}", params, stats)
                           for k in range(params.rx_queues)]
         self.rss_salt = rss_salt
-        self.tx_packets = self.tx_frames = self.rx_frames = 0
-        self.tx_wire_bytes = self.rx_wire_bytes = 0
-        self._rr = 0
-        self._tx_wakeup: simpy.Event | None = None
+        self._rss: dict[int, int] = {}  # flow -> RX queue (the salted hash, computed once)
+        self.rx_frames = self.rx_wire_bytes = 0
         self.rx_dma = self.tx_dma = None
         if pcie is not None:
             self.rx_dma = RxDma(env, name, pcie, params.rx_fifo_bytes, params.link.line_rate_gbps,
                                 stats)
-            self.tx_dma = TxDma(env, self, pcie, params.tx_fifo_bytes)
-        env.process(self._tx_loop())
+            self.tx_dma = TxDma(name, pcie, params.tx_fifo_bytes, params.link.line_rate_gbps)
+            self._fifo_bytes = params.tx_fifo_bytes
+        else:
+            # The ideal bus. With several queues the FIFO holds only the burst on the wire, so
+            # the round-robin turn is taken when the wire frees; with one queue there is no turn
+            # to take and a burst can be booked when it is posted (the same wire times).
+            self._fifo_bytes = math.inf if params.tx_queues == 1 else 0
+        self._fifo_used = 0
+        # Fetched bursts until their last bit has left: (end_s, queue, burst, FIFO bytes, eager).
+        # An eager one has on_space callbacks to run then: a departure event is scheduled for
+        # it. The others leave lazily (the next send, fetch or departure event settles them).
+        self._sent: deque[tuple] = deque()
+        self._eager = 0             # eager entries in _sent
+        self._blocked = False       # a posted burst waits for FIFO room
+        self._timer = False         # a departure event is scheduled
+        self._departing = False     # inside a departure: sends only post (the fetch follows)
+        self._rr = 0
+        self._tx_packets = self._tx_frames = self._tx_wire_bytes = 0  # of settled departures
 
     # -- transmit -------------------------------------------------------------------------
     def tx_queue(self, burst: Burst) -> Ring:
@@ -162,45 +205,106 @@ class NicPort:
 
     def send(self, burst: Burst) -> Burst | None:
         """Post a burst to its TX queue; returns what was accepted (None: ring full)."""
-        accepted = self.tx_queue(burst).offer(burst)
-        if accepted is not None and self._tx_wakeup is not None and not self._tx_wakeup.triggered:
-            self._tx_wakeup.succeed()
+        q = self.tx_queues[burst.src % len(self.tx_queues)]
+        if self._departing:
+            return q.offer(burst)
+        # Free the slots (and FIFO room) of bursts that have left, then take what fits; a
+        # single queue that already waits for FIFO room only gets longer.
+        settled = self._settle(self.env.now, eager=False) if self._sent else False
+        accepted = q.offer(burst)
+        if accepted is not None and (settled or not self._blocked or len(self.tx_queues) > 1):
+            self._pump()
         return accepted
 
     def on_tx_space(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` whenever a TX slot is freed (a burst has left the wire)."""
         for q in self.tx_queues:
             q.on_space.append(callback)
 
+    @property
+    def tx_packets(self) -> int:
+        """Packets whose last bit has left (a TSO segment is one)."""
+        now = self.env.now
+        return self._tx_packets + sum(e[2].packets for e in self._sent if e[0] <= now)
+
+    @property
+    def tx_frames(self) -> int:
+        now = self.env.now
+        return self._tx_frames + sum(e[2].frames for e in self._sent if e[0] <= now)
+
+    @property
+    def tx_wire_bytes(self) -> int:
+        now = self.env.now
+        return self._tx_wire_bytes + sum(e[2].wire_bytes for e in self._sent if e[0] <= now)
+
     def _next_tx_queue(self) -> Ring | None:
-        n = len(self.tx_queues)
+        """The first non-empty queue from the round-robin pointer (its turn; not taken yet)."""
+        queues = self.tx_queues
+        n = len(queues)
+        if n == 1:
+            return queues[0] if len(queues[0]) else None
         for i in range(n):
-            q = self.tx_queues[(self._rr + i) % n]
+            q = queues[(self._rr + i) % n]
             if len(q):
-                self._rr = (self._rr + i + 1) % n
                 return q
         return None
 
-    def _tx_loop(self):
+    def _pump(self) -> None:
+        """Take bursts, the queue whose turn it is first, while the TX FIFO has room (an empty
+        FIFO takes any burst); book each one's fetch on the bus and its time on the wire."""
+        env, dma, link, sent = self.env, self.tx_dma, self.tx_link, self._sent
+        self._blocked = False
         while True:
             q = self._next_tx_queue()
             if q is None:
-                self._tx_wakeup = self.env.event()
-                yield self._tx_wakeup
-                self._tx_wakeup = None
-                continue
-            if self.tx_dma is not None:  # fetched over PCIe; the DMA stage feeds the wire
-                yield from self.tx_dma.fetch(q)
-                continue
-            burst = q.claim()
-            yield self.tx_link.transmit(burst)
-            self.tx_done(q, burst)
+                break
+            burst = q.peek()
+            size = 1 if dma is None else tx_dma_bytes(burst)
+            used = self._fifo_used
+            if used > 0 and used + size > self._fifo_bytes:
+                self._blocked = True
+                break
+            q.claim()
+            if len(self.tx_queues) > 1:
+                self._rr = (self.tx_queues.index(q) + 1) % len(self.tx_queues)
+            self._fifo_used = used + size
+            end = link.transmit(burst, None if dma is None else dma.fetch(burst))
+            eager = bool(q.on_space)
+            self._eager += eager
+            sent.append((end, q, burst, size, eager))
+        if not self._timer and sent and (self._eager or self._blocked):
+            self._timer = True
+            end = sent[0][0]
+            Timeout(env, end - env.now, end).callbacks.append(self._departure)
 
-    def tx_done(self, q: Ring, burst: Burst) -> None:
-        """``burst`` has left on the wire: count it and free its descriptor."""
-        self.tx_packets += burst.packets
-        self.tx_frames += burst.frames
-        self.tx_wire_bytes += burst.wire_bytes
-        q.release([burst])
+    def _departure(self, event: Timeout) -> None:
+        """The first burst on the wire has left: settle it (and any other that has), then take
+        what the freed FIFO room and refilled rings allow."""
+        self._timer = False
+        self._departing = True
+        self._settle(max(event.value, self.env.now), eager=True)
+        self._departing = False
+        self._pump()
+
+    def _settle(self, until_s: float, eager: bool) -> bool:
+        """Bursts whose last bit left by ``until_s``, in wire order: count them, free their FIFO
+        room and their descriptor (running on_space callbacks). Without ``eager``, stop at the
+        first burst with callbacks (its departure event runs them). True if any was settled."""
+        sent = self._sent
+        settled = False
+        while sent and sent[0][0] <= until_s:
+            if sent[0][4]:
+                if not eager:
+                    break
+                self._eager -= 1
+            _, q, burst, size, _ = sent.popleft()
+            self._fifo_used -= size
+            self._tx_packets += burst.packets
+            self._tx_frames += burst.frames
+            self._tx_wire_bytes += burst.wire_bytes
+            q.release_one(burst)
+            settled = True
+        return settled
 
     # -- receive --------------------------------------------------------------------------
     def rx_queue_index(self, burst: Burst) -> int:
@@ -209,24 +313,30 @@ class NicPort:
             return 0
         if sort == "vmdq":
             return burst.dst + 1 if 0 <= burst.dst < n - 1 else 0
-        return zlib.crc32(f"{self.rss_salt}:{burst.flow}".encode()) % n  # rss
+        k = self._rss.get(burst.flow)  # rss
+        if k is None:
+            k = self._rss[burst.flow] = zlib.crc32(f"{self.rss_salt}:{burst.flow}".encode()) % n
+        return k
 
     def receive(self, burst: Burst) -> None:
         """A burst arrives from the wire."""
         self.rx_frames += burst.frames
         self.rx_wire_bytes += burst.wire_bytes
-        q = self.rx_queues[self.rx_queue_index(burst)]
+        q = self.rx_queues[0] if len(self.rx_queues) == 1 else \
+            self.rx_queues[self.rx_queue_index(burst)]
         if self.rx_dma is not None:
             self.rx_dma.receive(burst, q)
         else:
             q.receive(burst)
 
     def wire_rx(self, context: Context | list[Context], cost: RxCost,
-                deliver: Callable[[list[Burst]], None]) -> None:
-        """Give every RX queue its handler: one context for all, or one per queue."""
+                deliver: Callable[[list[Burst]], None], prepare=None) -> None:
+        """Give every RX queue its handler: one context for all, or one per queue; the handler
+        pays ``cost(taken, is_interrupt)`` and calls ``deliver(taken)``, where ``taken`` is
+        ``prepare(batch, context)`` (default: the batch after hardware LRO)."""
         contexts = context if isinstance(context, list) else [context] * len(self.rx_queues)
         for q, ctx in zip(self.rx_queues, contexts):
-            q.context, q.cost, q.deliver = ctx, cost, deliver
+            q.context, q.cost, q.deliver, q.prepare = ctx, cost, deliver, prepare
 
     @property
     def interrupts(self) -> int:

@@ -23,7 +23,7 @@ Modelled:
   share one channel; ``tlp_overhead_bytes`` then stands for the address/attribute phases and
   turnaround of a burst transaction and ``max_payload_bytes`` for its byte count.
 - A direction is a FIFO server of link bytes kept in virtual time (the instant it frees up):
-  a transfer is booked arithmetically, one SimPy event per burst and stage at most. A burst
+  a transfer is booked arithmetically, with no SimPy event of its own. A burst
   arriving from the wire was arriving for its serialisation time, so its DMA may have started
   then: the channel fills with the bytes of every port at its own rate (a fluid interleaving of
   the ports), and a burst is in host memory when the channel has carried its bytes and no
@@ -31,12 +31,16 @@ Modelled:
 - RX: a frame needs a free descriptor in its host ring (none: dropped before the DMA,
   ``rx_ring_full``, as with DROP_EN) and room in the port's on-card RX FIFO of ``rx_fifo_bytes``
   while it waits for the link (none: ``rx_fifo_overflow``): the FIFO fills when PCIe cannot keep
-  up with the wire. A frame occupies the FIFO from arrival until its DMA completes.
+  up with the wire. A frame occupies the FIFO from arrival until its DMA completes: one SimPy
+  event per burst (the DMA completion, which is the burst's arrival in its ring). What of a
+  burst fits (descriptors, FIFO bytes) is cut by ``models.base.fit``, the rule of every ring.
 - TX: the card fetches the next burst (round-robin over TX queues, ``models.nic``) as soon as the
   port's TX FIFO of ``tx_fifo_bytes`` has room, so fetching overlaps transmission; the wire
   starts a burst once its first frame is in the FIFO and cannot finish it before the DMA has
   delivered its last frame. A TSO segment crosses PCIe once (payload + one header), the wire
-  sees every frame's headers.
+  sees every frame's headers. ``TxDma.fetch`` is only the bus arithmetic of a fetch (no events);
+  the port's one transmit path (``models.nic.NicPort``) keeps the FIFO and books the wire, and
+  without a ``PcieLink`` it is the same path with a free, instantaneous fetch.
 Left out: flow-control credits, replay, ACK/NAK and flow-control DLLPs (fold them into
 ``tlp_overhead_bytes``), MSI-X messages (~28 bytes per interrupt), read-completion boundaries,
 memory and root-complex latency, DMA across the socket interconnect.
@@ -45,13 +49,13 @@ Units: bytes, Gbps, seconds.
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import simpy
+from simpy.events import Timeout
 
 from models import units
-from models.base import Burst, Stats, check
+from models.base import Burst, Stats, check, fit, frames_of
 
 KINDS = ("pcie", "pcix")
 LANES = (1, 2, 4, 8, 16)
@@ -190,7 +194,8 @@ class RxDma:
     """A port's receive side of the card: descriptor check, RX FIFO, upstream DMA to the ring.
 
     ``receive(burst, queue)`` takes a burst from the wire for ``queue`` (an object with ``ring``
-    and ``receive(burst)``, ``models.nic.RxQueue``), which gets what was DMA'd."""
+    and ``receive(burst)``, ``models.nic.RxQueue``), which gets what was DMA'd: one SimPy event
+    per burst, its DMA completion, whose callback is the ring arrival."""
 
     def __init__(self, env: simpy.Environment, name: str, link: PcieLink, fifo_bytes: int,
                  line_rate_gbps: float, stats: Stats):
@@ -199,107 +204,84 @@ class RxDma:
             line_rate_gbps
         self.fifo = stats.stage(f"{name}.rx_fifo")
         self.used_bytes = 0
-        self._inflight: dict[int, int] = {}  # frames being DMA'd, per queue (by id)
+        self._inflight: dict[object, int] = {}  # frames being DMA'd, per queue
+        self._shapes: dict[tuple, tuple] = {}   # per burst shape: (up, down, wire s, frame s)
 
     def receive(self, burst: Burst, queue) -> None:
-        key = id(queue)
-        burst = self._admit(burst, queue.ring.free - self._inflight.get(key, 0),
-                            queue.ring.stats, queue.ring.drop_reason, lambda b: b.frames)
-        if burst is None:
-            return
-        burst = self._admit(burst, self.fifo_bytes - self.used_bytes, self.fifo,
-                            "rx_fifo_overflow", rx_dma_bytes)
-        if burst is None:
-            return
+        # A free descriptor per frame (counting those being DMA'd), then FIFO room (base.fit).
+        ring = queue.ring
+        inflight = self._inflight.get(queue, 0)
+        room = ring.capacity - ring.used - inflight
+        if burst.frames > room:
+            burst = fit(burst, room, burst.frames, frames_of, ring.stats, ring.drop_reason)
+            if burst is None:
+                return
         size = rx_dma_bytes(burst)
+        room = self.fifo_bytes - self.used_bytes
+        if size > room:
+            burst = fit(burst, room, size, rx_dma_bytes, self.fifo, "rx_fifo_overflow")
+            if burst is None:
+                return
+            size = rx_dma_bytes(burst)
         self.used_bytes += size
         self.fifo.arrive(burst.frames, burst.wire_bytes)
-        self._inflight[key] = self._inflight.get(key, 0) + burst.frames
-        now = self.env.now
-        up, down = self.link.rx_traffic(burst)
-        arriving_since = now - units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps)
-        _, end = self.link.up.book(up, arriving_since)
-        self.link.down.book(down)
-        last_frame = units.transmit_time_s(self.link.tlp(units.frame_l2_bytes(
-            burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes))),
-            self.link.up.rate_gbps)
-        done = self.env.timeout(max(end, now + last_frame) - now)
-        done.callbacks.append(lambda _e: self._done(burst, queue, size))
+        self._inflight[queue] = inflight + burst.frames
+        env, link = self.env, self.link
+        now = env.now
+        key = (burst.payload_bytes, burst.frames, burst.header_bytes, burst.frame_payload_bytes)
+        shape = self._shapes.get(key)
+        if shape is None:  # the arithmetic of a burst of this shape (bursts repeat shapes)
+            if len(self._shapes) > 4096:
+                self._shapes.clear()
+            shape = self._shapes[key] = (
+                *link.rx_traffic(burst),
+                units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps),
+                units.transmit_time_s(link.tlp(units.frame_l2_bytes(
+                    burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes))),
+                    link.up.rate_gbps))
+        up, down, wire_s, last_frame_s = shape
+        _, end = link.up.book(up, now - wire_s)  # arriving since: its DMA may have started
+        link.down.book(down)
+        done = max(end, now + last_frame_s)
+        Timeout(env, done - now, (burst, queue, size)).callbacks.append(self._done)
 
-    def _admit(self, burst: Burst, room: int, stage, reason: str, size_of) -> Burst | None:
-        """What of ``burst`` fits in ``room`` (frames kept from the head, as a ring does); the
-        rest is counted as dropped in ``stage``. A burst of merged packets is kept or not."""
-        size = size_of(burst)
-        if size <= room:
-            return burst
-        kept = None
-        if room > 0 and burst.packets == burst.frames and burst.frames > 1:
-            n = min(burst.frames - 1, room * burst.frames // size)
-            while n > 0 and size_of(burst.head(n)) > room:
-                n -= 1
-            kept = burst.head(n) if n > 0 else None
-        stage.drop(reason, burst.frames - (kept.frames if kept else 0),
-                   burst.wire_bytes - (kept.wire_bytes if kept else 0))
-        return kept
-
-    def _done(self, burst: Burst, queue, size: int) -> None:
+    def _done(self, event: Timeout) -> None:
+        """The DMA of a burst is complete: it leaves the FIFO and arrives in its ring."""
+        burst, queue, size = event.value
         self.used_bytes -= size
         self.fifo.depart(burst.frames, burst.wire_bytes)
-        self._inflight[id(queue)] -= burst.frames
+        self._inflight[queue] -= burst.frames
         queue.receive(burst)
 
 
 class TxDma:
-    """A port's transmit side of the card: fetch into the TX FIFO, then the wire.
+    """A port's transmit side of the card: the bus work of fetching a burst into its TX FIFO.
 
-    ``port`` is the ``models.nic.NicPort`` (its ``tx_link``, ``tx_done(queue, burst)``); its
-    transmit loop calls ``fetch(queue)`` for the queue whose turn it is."""
+    The port's transmitter (``models.nic.NicPort``: round-robin over TX queues, the FIFO's room,
+    the wire) calls ``fetch(burst)`` when it takes a burst; no events here."""
 
-    def __init__(self, env: simpy.Environment, port, link: PcieLink, fifo_bytes: int):
-        check(fifo_bytes >= 1, f"{port.name}.tx_fifo_bytes", fifo_bytes, ">= 1")
-        self.env, self.port, self.link, self.fifo_bytes = env, port, link, fifo_bytes
-        self.used_bytes = 0
-        self._ready: deque[tuple] = deque()
-        self._room: simpy.Event | None = None
-        self._wake: simpy.Event | None = None
-        env.process(self._wire_loop())
+    def __init__(self, name: str, link: PcieLink, fifo_bytes: int, line_rate_gbps: float):
+        check(fifo_bytes >= 1, f"{name}.tx_fifo_bytes", fifo_bytes, ">= 1")
+        self.link, self.fifo_bytes, self.line_rate_gbps = link, fifo_bytes, line_rate_gbps
+        self._shapes: dict[tuple, tuple] = {}  # per burst shape: (down, up, wire s - last frame)
 
-    def fetch(self, queue):
-        """Wait for FIFO room for ``queue``'s head burst, claim it and book its DMA."""
-        burst = queue.peek()
-        size = tx_dma_bytes(burst)
-        while self.used_bytes > 0 and self.used_bytes + size > self.fifo_bytes:
-            self._room = self.env.event()
-            yield self._room
-        queue.claim()
-        self.used_bytes += size
-        down, up = self.link.tx_traffic(burst)
-        start, end = self.link.down.book(down)
-        self.link.up.book(up)
-        rate = self.port.tx_link.params.line_rate_gbps
-        wire_s = units.transmit_time_s(burst.wire_bytes, rate)
-        last_frame_wire_s = units.transmit_time_s(units.frame_wire_bytes(
-            burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes)), rate)
-        first_frame_s = (end - start) / burst.frames
-        ready = max(start + first_frame_s, end + last_frame_wire_s - wire_s)
-        self._ready.append((queue, burst, size, ready))
-        if self._wake is not None and not self._wake.triggered:
-            self._wake.succeed()
-
-    def _wire_loop(self):
-        env = self.env
-        while True:
-            if not self._ready:
-                self._wake = env.event()
-                yield self._wake
-                self._wake = None
-                continue
-            queue, burst, size, ready = self._ready.popleft()
-            if ready > env.now:
-                yield env.timeout(ready - env.now)
-            yield self.port.tx_link.transmit(burst)
-            self.used_bytes -= size
-            if self._room is not None:
-                room, self._room = self._room, None
-                room.succeed()
-            self.port.tx_done(queue, burst)
+    def fetch(self, burst: Burst) -> float:
+        """Book the DMA of ``burst`` (read requests up, data and descriptor down, now) and return
+        when the wire may start it: once its first frame is in the FIFO, and late enough that
+        it does not finish before the DMA has delivered its last frame."""
+        link = self.link
+        key = (burst.payload_bytes, burst.frames, burst.packets, burst.header_bytes,
+               burst.frame_payload_bytes)
+        shape = self._shapes.get(key)
+        if shape is None:  # the arithmetic of a burst of this shape (bursts repeat shapes)
+            if len(self._shapes) > 4096:
+                self._shapes.clear()
+            rate = self.line_rate_gbps
+            wire_s = units.transmit_time_s(burst.wire_bytes, rate)
+            last_frame_wire_s = units.transmit_time_s(units.frame_wire_bytes(
+                burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes)), rate)
+            shape = self._shapes[key] = (*link.tx_traffic(burst), last_frame_wire_s - wire_s)
+        down, up, lead_s = shape
+        start, end = link.down.book(down)
+        link.up.book(up)
+        return max(start + (end - start) / burst.frames, end + lead_s)

@@ -152,7 +152,8 @@ def test_ring_poller_drains_in_passes_and_stops_on_an_empty_ring():
     from models.cpu import Context, Core, CpuParams
     env, stats = simpy.Environment(), Stats()
     ring = Ring("r", 100, stats)
-    ctx = Context(env, "c", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+    ideal = CpuParams(1, 1, 1e9, context_switch_cycles=0.0, jitter_cv=0.0)
+    ctx = Context(env, "c", Core(env, 0, 0, ideal), rng=None)
     got, irqs = [], []
 
     def cost(batch, irq):
@@ -168,3 +169,51 @@ def test_ring_poller_drains_in_passes_and_stops_on_an_empty_ring():
     env.run()
     assert [sum(b.frames for b in batch) for batch in got] == [2, 3]
     assert irqs == [True, False] and not poller.busy and ring.used == 0 and poller.polls == 2
+
+
+def test_burst_is_a_lean_record_with_the_dataclass_interface():
+    from models import units
+    b = Burst(DATA, 3, 2 * MSS + 100, 3, 1, HDR, MSS, seq=7, dst=2, src=-1)
+    assert not hasattr(b, "__dict__")                      # __slots__
+    assert (b.kind, b.flow, b.seq, b.dst, b.src, b.echo_s, b.piggyback) == \
+        (DATA, 3, 7, 2, -1, -1.0, None)
+    assert Burst(kind=DATA, flow=3, payload_bytes=2 * MSS + 100, frames=3, packets=1,
+                 header_bytes=HDR, frame_payload_bytes=MSS, seq=7, dst=2, src=-1) == b
+    assert b != b._copy(seq=8) and b == b._copy()
+    assert "seq=7" in repr(b)
+    for payload, frames, hdr in [(0, 4, HDR), (MSS, 1, HDR), (45 * MSS, 45, HDR), (100, 3, 102),
+                                 (10 * MSS + 1, 11, HDR)]:
+        x = Burst(ACK, 0, payload, frames, frames, hdr, MSS)
+        assert x.wire_bytes == units.burst_wire_bytes(payload, frames, hdr, MSS)
+
+
+def test_burst_copies_recompute_wire_bytes_only_when_the_counts_change():
+    b = data(4, payload=3 * MSS + 100)
+    enc = b._copy(header_bytes=HDR + 50, encap_bytes=50)
+    assert enc.wire_bytes == b.wire_bytes + 4 * 50 and b.header_bytes == HDR
+    assert b._copy(dst=5).wire_bytes == b.wire_bytes and b._copy(dst=5).dst == 5
+    tso = data(45, packets=1)
+    assert tso.as_frames().packets == 45 and tso.as_frames().wire_bytes == tso.wire_bytes
+    assert tso.as_frames() is not tso and tso.packets == 1
+    agg = data(100).aggregated(65536)
+    assert (agg.packets, agg.wire_bytes) == (3, data(100).wire_bytes)
+
+
+def test_fit_is_the_one_cutting_rule_for_frames_packets_and_bytes():
+    """base.fit: the whole burst, its first whole packets, or nothing; the rest dropped."""
+    from models.base import fit, frames_of, packets_of
+    from models.pcie import rx_dma_bytes
+    st = Stats().stage("s")
+    b = data(10)
+    assert fit(b, 10, 10, frames_of, st, "x") is b and st.arrived_frames == 0
+    assert fit(b, 4, 10, frames_of, st, "x").frames == 4                   # per frame
+    assert fit(data(44, packets=4), 30, 44, frames_of, st, "x").frames == 22  # per aggregate
+    assert fit(data(45, packets=1), 44, 45, frames_of, st, "x") is None    # a TSO segment
+    assert fit(data(44, packets=4), 3, 4, packets_of, st, "x").packets == 3
+    # FIFO bytes: 1514 bytes per full frame in host memory; 5000 bytes hold 3 frames
+    kept = fit(b, 5000, rx_dma_bytes(b), rx_dma_bytes, st, "fifo")
+    assert kept.frames == 3 and rx_dma_bytes(kept) == 3 * 1514
+    assert fit(b, 1000, rx_dma_bytes(b), rx_dma_bytes, st, "fifo") is None
+    assert st.dropped_frames == {"x": 6 + 22 + 45 + 11, "fifo": 7 + 10}
+    assert st.dropped_bytes["fifo"] == 17 * 1538
+    assert st.conservation_error() == (0, 0)

@@ -221,3 +221,16 @@ def test_dma_framing_lives_in_units_and_shares_the_frame_split():
         2 * link.tlp(1514) + link.tlp(units.frame_l2_bytes(152)))
     assert units.sum_over_frames(b.payload_bytes, 3, 52, 1448, units.frame_wire_bytes) == \
         b.wire_bytes
+
+
+def test_rx_dma_is_one_event_per_burst_and_its_completion_is_the_ring_arrival():
+    env = simpy.Environment()
+    nic, stats, _ = _port(env, PcieParams(gen=2, lanes=8), rx_ring_slots=1000)
+    nic.wire_rx(_handler(env), lambda batch, irq: 0.0, lambda batch: None)
+    for _ in range(10):
+        nic.receive(Burst(DATA, 0, 4 * MSS, 4, 4, HDR, MSS))
+    ring = nic.rx_queues[0].ring
+    assert len(env._queue) == 10 and ring.used == 0          # DMA in flight, ring not yet
+    assert stats.stages["p.rx_fifo"].queued_frames == 40
+    env.step()
+    assert ring.stats.arrived_frames == 4 and stats.stages["p.rx_fifo"].queued_frames == 36
