@@ -8,6 +8,7 @@ context always add up to the cycles it was charged. The recorder writes them as 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 # Guest (vCPU) and native-host application and stack work.
@@ -62,3 +63,33 @@ def merge(into: Terms, other: Mapping[str, float]) -> Terms:
 
 def total(terms: Mapping[str, float]) -> float:
     return sum(terms.values())
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one term of a context's pass charges (the declared data path, ``sim.path``):
+    ``fixed_cycles`` per ``per``, ``per_packet_cycles`` per ``unit`` and ``per_byte_cycles`` per
+    payload byte. The pass-cost functions compute the term from the same parameters."""
+
+    term: str
+    fixed_cycles: float
+    per_packet_cycles: float
+    per_byte_cycles: float
+    unit: str = "packet"   # what one packet is here: frame, segment, aggregate, ACK, copy...
+    per: str = "pass"      # what pays the fixed part: pass, interrupt, call, segment, doorbell
+
+    @classmethod
+    def of(cls, term: str, cost, unit: str = "packet", per: str = "pass") -> "Charge":
+        """From a ``models.base.CycleCost``."""
+        return cls(term, cost.fixed_cycles, cost.per_packet_cycles, cost.per_byte_cycles,
+                   unit, per)
+
+    def describe(self) -> str:
+        parts = []
+        if self.fixed_cycles:
+            parts.append(f"{self.fixed_cycles:g}/{self.per}")
+        if self.per_packet_cycles:
+            parts.append(f"{self.per_packet_cycles:g}/{self.unit}")
+        if self.per_byte_cycles:
+            parts.append(f"{self.per_byte_cycles:g}/B")
+        return f"{self.term} " + (" + ".join(parts) if parts else "0")

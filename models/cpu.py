@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping as _Mapping  # isinstance: faster than typing's
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
@@ -57,11 +57,13 @@ from models.costs import JITTER, NUMA, UNATTRIBUTED, WORLD_SWITCH
 class CpuParams:
     """A host's processors: sockets (= NUMA nodes) x cores, one clock."""
 
-    sockets: int = 1
+    sockets: int = 4
     cores_per_socket: int = 4
     clock_hz: float = 2.93e9
-    context_switch_cycles: float = 0.0
-    jitter_cv: float = 0.0  # coefficient of variation of service time (gamma), 0 = none
+    context_switch_cycles: float = 3000.0
+    jitter_cv: float = 0.05  # coefficient of variation of service time (gamma), 0 = none
+    # Where each cost comes from, {field: "tag: reason"} (configs/ only; sim.config checks it).
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.sockets >= 1, "sockets", self.sockets, ">= 1")
@@ -89,6 +91,7 @@ class NumaParams:
     remote_per_byte_cycles: float = 0.0
     card_node: int = 0
     card_node_stride: int = 0
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.remote_per_packet_cycles >= 0, "remote_per_packet_cycles",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from models import units
+from models import costs, units
 from models.base import ACK, DATA, UDP, Burst, CycleCost, check
 from models.cpu import Context
 from models.hypervisor import VIRTUALIZATION_MODES
@@ -52,6 +52,7 @@ class OsStackParams:
     # sets (sk_sndbuf = 2 x SO_SNDBUF, socket(7)), so with an 8KB socket the writer keeps data
     # queued beyond the 8KB window and the window stays full; Windows holds what it was given.
     sndbuf_scale: float = 2.0
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1.0 <= self.sndbuf_scale <= 4.0, "sndbuf_scale", self.sndbuf_scale, "in 1..4")
@@ -77,8 +78,9 @@ class StackHost:
     def app_context(self, flow: int) -> Context:
         raise NotImplementedError
 
-    def send_down(self, burst: Burst, cycles: float) -> None:
-        """Run ``cycles`` of stack work for ``burst``, then hand it to the device."""
+    def send_down(self, burst: Burst, terms: dict) -> None:
+        """Run the stack work ``terms`` (cycles by term) for ``burst``, then hand it to the
+        device."""
         raise NotImplementedError
 
     @property
@@ -90,7 +92,7 @@ class StackHost:
                     sndbuf_bytes: int, peer_window_bytes: int) -> TcpSender:
         """``sndbuf_bytes`` is the socket size the application asked for (SO_SNDBUF);
         ``peer_window_bytes`` the window the receiver advertised in its SYN-ACK (use
-        ``models.workloads.open_connection``, which opens both halves)."""
+        ``models.workloads.base.open_connection``, which opens both halves)."""
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
                       sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
                       src=self.endpoint, dst=dst, emit=self._emit,
@@ -111,22 +113,49 @@ class StackHost:
 
     def _emit(self, burst: Burst) -> None:
         if burst.kind == ACK:
-            cycles = self.stack.tx_ack.cycles(burst.packets, 0)
+            terms = {costs.STACK_ACK_TX: self.stack.tx_ack.cycles(burst.packets, 0)}
         else:
-            cycles = self.stack.tx_segment.cycles(burst.frames, burst.payload_bytes)
-        self.send_down(burst, cycles)
+            terms = {costs.STACK_TX: self.stack.tx_segment.cycles(burst.frames,
+                                                                  burst.payload_bytes)}
+        self.send_down(burst, terms)
+
+    def charges(self, role: str) -> list[costs.Charge]:
+        """The stack's declared charges (``sim.path``) as the data ``sender`` or ``receiver``
+        of a TCP connection, or a ``udp_receiver``; the same parameters ``_emit`` and
+        ``rx_terms`` price."""
+        st = self.stack
+        if role == "sender":
+            return [costs.Charge.of(costs.APP_SEND, st.send_call, per="send() call"),
+                    costs.Charge.of(costs.STACK_TX, st.tx_segment, unit="frame", per="segment"),
+                    costs.Charge.of(costs.STACK_ACK_RX, st.rx_ack, unit="ACK")]
+        if role == "udp_receiver":
+            return [costs.Charge.of(costs.STACK_UDP_RX, st.rx_udp, unit="datagram"),
+                    costs.Charge.of(costs.APP_RECV, st.recv_call, per="recv() call")]
+        return [costs.Charge.of(costs.STACK_RX, st.rx_data, unit="packet (aggregate)"),
+                costs.Charge.of(costs.STACK_ACK_TX, st.tx_ack, unit="ACK", per="ACK train"),
+                costs.Charge.of(costs.APP_RECV, st.recv_call, per="recv() call")]
 
     # -- receive --------------------------------------------------------------------------
-    def rx_cycles(self, batch: list[Burst]) -> float:
-        """Stack cycles to take in a batch the device delivered (one pass)."""
-        data_pk = sum(b.packets for b in batch if b.kind == DATA)
-        data_b = sum(b.payload_bytes for b in batch if b.kind == DATA)
-        ack_pk = sum(b.packets for b in batch if b.kind == ACK)
-        udp_pk = sum(b.packets for b in batch if b.kind == UDP)
-        udp_b = sum(b.payload_bytes for b in batch if b.kind == UDP)
-        return (self.stack.rx_data.cycles(data_pk, data_b, 1 if data_pk else 0)
-                + self.stack.rx_ack.cycles(ack_pk, 0, 0)
-                + self.stack.rx_udp.cycles(udp_pk, udp_b, 1 if udp_pk else 0))
+    def rx_terms(self, batch: list[Burst]) -> dict:
+        """Stack cycles by term to take in a batch the device delivered (one pass)."""
+        data_pk = data_b = ack_pk = udp_pk = udp_b = 0
+        for b in batch:
+            if b.kind == DATA:
+                data_pk += b.packets
+                data_b += b.payload_bytes
+            elif b.kind == ACK:
+                ack_pk += b.packets
+            elif b.kind == UDP:
+                udp_pk += b.packets
+                udp_b += b.payload_bytes
+        terms: dict = {}
+        if data_pk:
+            terms[costs.STACK_RX] = self.stack.rx_data.cycles(data_pk, data_b, 1)
+        if ack_pk:
+            costs.add(terms, costs.STACK_ACK_RX, self.stack.rx_ack.cycles(ack_pk, 0, 0))
+        if udp_pk:
+            costs.add(terms, costs.STACK_UDP_RX, self.stack.rx_udp.cycles(udp_pk, udp_b, 1))
+        return terms
 
     def deliver(self, batch: list[Burst]) -> None:
         for burst in batch:
@@ -155,7 +184,7 @@ class GuestParams:
 
     vcpus: int = 1
     virtualization: str = "hw"  # hw: hardware-assisted (VM exits); bt: binary translation
-    lro: bool = False           # the guest's vNIC driver takes LRO aggregates (Linux vmxnet3)
+    lro: bool = True            # the guest's vNIC driver takes LRO aggregates (Linux vmxnet3)
     stack: OsStackParams = field(default_factory=OsStackParams)
 
     def __post_init__(self):
@@ -175,9 +204,7 @@ class Vm(StackHost):
 
     def attach(self, vnic: VirtualNic) -> None:
         self.vnic = vnic
-        vnic.guest_rx_cost = self.rx_cycles
-        vnic.guest_rx_deliver = self.deliver
-        vnic.guest_lro = self.params.lro
+        vnic.attach_guest(self.rx_terms, self.deliver, lro=self.params.lro)
 
     @property
     def tso(self) -> bool:
@@ -186,8 +213,8 @@ class Vm(StackHost):
     def app_context(self, flow: int) -> Context:
         return self.vcpus[flow % len(self.vcpus)]
 
-    def send_down(self, burst: Burst, cycles: float) -> None:
-        cycles += self.vnic.tx_guest_cycles(burst)  # the doorbell is decided at the post
+    def send_down(self, burst: Burst, terms: dict) -> None:
+        costs.merge(terms, self.vnic.tx_guest_terms(burst))  # the doorbell: at the post
         vcpu = self.app_context(burst.flow)
-        vcpu.then(cycles, lambda: self.vnic.guest_send(burst, vcpu),
+        vcpu.then(terms, lambda: self.vnic.guest_send(burst, vcpu),
                   packets=burst.packets, n_bytes=burst.payload_bytes)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from models import costs
 from models.base import DATA, Burst, CycleCost, check, sums_by_dst
 from models.vswitch import Vswitch, VswitchParams
 
@@ -52,15 +53,16 @@ class HypervisorParams:
     name: str = "esx35"
     features: HypervisorFeatures = field(default_factory=HypervisorFeatures)
     driver_kind: str = "linux_compat"
-    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 700.0, 0.0))
-    driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 700.0, 0.0))
-    compat_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
-    compat_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 300.0, 0.0))
+    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 450.0, 0.0))
+    driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 450.0, 0.0))
+    compat_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
+    compat_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     software_lro_max_bytes: int = 32000
     vm_exit_cycles: float = 4000.0
     bt_trap_cycles: float = 1500.0
     tx_contexts_per_vnic: int = 1
     vswitch: VswitchParams = field(default_factory=VswitchParams)
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.driver_kind in DRIVER_KINDS, "driver_kind", self.driver_kind,
@@ -78,19 +80,32 @@ class HypervisorParams:
               f"one of {VIRTUALIZATION_MODES}")
         return self.vm_exit_cycles if virtualization == "hw" else self.bt_trap_cycles
 
-    def rx_driver_cycles(self, packets: int, n_bytes: int, interrupts: int) -> float:
-        """Uplink driver receive cost (compat shim included for a Linux-compat driver)."""
-        cycles = self.driver_rx.cycles(packets, n_bytes, interrupts)
+    def driver_charges(self, direction: str) -> list[costs.Charge]:
+        """The uplink driver's declared charges on ``direction`` 'tx' or 'rx' (``sim.path``)."""
+        if direction == "rx":
+            out = [costs.Charge.of(costs.DRIVER_RX, self.driver_rx, unit="NIC packet",
+                                   per="interrupt")]
+            if self.driver_kind == "linux_compat":
+                out.append(costs.Charge.of(costs.COMPAT_RX, self.compat_rx, unit="NIC packet"))
+            return out
+        out = [costs.Charge.of(costs.DRIVER_TX, self.driver_tx)]
         if self.driver_kind == "linux_compat":
-            cycles += self.compat_rx.cycles(packets, n_bytes, 0)
-        return cycles
+            out.append(costs.Charge.of(costs.COMPAT_TX, self.compat_tx))
+        return out
 
-    def tx_driver_cycles(self, packets: int, n_bytes: int) -> float:
-        """Uplink driver transmit cost per batch (compat shim included for Linux-compat)."""
-        cycles = self.driver_tx.cycles(packets, n_bytes, 0)
+    def rx_driver_terms(self, packets: int, n_bytes: int, interrupts: int) -> dict:
+        """Uplink driver receive cost by term (the compat shim for a Linux-compat driver)."""
+        terms = {costs.DRIVER_RX: self.driver_rx.cycles(packets, n_bytes, interrupts)}
         if self.driver_kind == "linux_compat":
-            cycles += self.compat_tx.cycles(packets, n_bytes, 0)
-        return cycles
+            costs.add(terms, costs.COMPAT_RX, self.compat_rx.cycles(packets, n_bytes, 0))
+        return terms
+
+    def tx_driver_terms(self, packets: int, n_bytes: int) -> dict:
+        """Uplink driver transmit cost per batch by term (compat shim for Linux-compat)."""
+        terms = {costs.DRIVER_TX: self.driver_tx.cycles(packets, n_bytes, 0)}
+        if self.driver_kind == "linux_compat":
+            costs.add(terms, costs.COMPAT_TX, self.compat_tx.cycles(packets, n_bytes, 0))
+        return terms
 
 
 def software_lro(batch: list[Burst], max_bytes: int,
@@ -102,6 +117,16 @@ def software_lro(batch: list[Burst], max_bytes: int,
             for b in batch]
 
 
+@dataclass
+class RxPass:
+    """One poll of an RX vector: the batch as the NIC delivered it, after software LRO
+    (what the vswitch switches), and the handler's context (it prices the NUMA copy)."""
+
+    batch: list[Burst]
+    switched: list[Burst]
+    context: object
+
+
 class HypervisorRx:
     """The hypervisor's receive path for one NIC port: what a vector's handler pays and does.
 
@@ -111,15 +136,14 @@ class HypervisorRx:
             (per packet) --> vNIC backend (per packet, per destination vNIC) --> vNIC RX rings
 
     ``vnics[i]`` is VM ``i``'s vNIC (every VM's; a port only receives for its own VMs, whose
-    peer is the one behind that port).
+    peer is the one behind that port). The NIC's RX queue calls ``prepare``, then ``cost``,
+    then ``deliver`` on the ``RxPass`` ``prepare`` made.
     """
 
     def __init__(self, params: HypervisorParams, vswitch: Vswitch, vnics: list):
         self.params, self.vswitch, self.vnics = params, vswitch, vnics
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
-        # id(batch) -> (batch, after software LRO): cost computes it, deliver uses it
-        self._pending_switched: dict[int, tuple[list[Burst], list[Burst]]] = {}
 
     def _vnic(self, dst: int):
         return self.vnics[dst] if 0 <= dst < len(self.vnics) else None
@@ -128,31 +152,40 @@ class HypervisorRx:
         vnic = self._vnic(dst)
         return vnic is not None and vnic.takes_aggregates
 
-    def _switched(self, batch: list[Burst]) -> list[Burst]:
-        if not self.params.features.software_lro:
-            return batch
-        return software_lro(batch, self.params.software_lro_max_bytes, self._takes_aggregates)
+    def prepare(self, batch: list[Burst], context) -> RxPass:
+        """Software LRO of one poll's batch (where the hypervisor has it)."""
+        switched = batch
+        if self.params.features.software_lro:
+            switched = software_lro(batch, self.params.software_lro_max_bytes,
+                                    self._takes_aggregates)
+        return RxPass(batch, switched, context)
 
-    def cost(self, batch: list[Burst], is_interrupt: bool) -> float:
-        """Cycles for one poll of ``batch``: the driver per packet the NIC delivered (a frame,
-        or a hardware-LRO aggregate), the rest per packet after software LRO."""
-        nic_packets = sum(b.packets for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
-        cycles = self.params.rx_driver_cycles(nic_packets, n_bytes, int(is_interrupt))
-        switched = self._switched(batch)
-        packets = sum(b.packets for b in switched)
-        cycles += self.vswitch.cycles(packets, n_bytes)
-        cycles += self.vswitch.rx_extra_cycles(batch)  # VXLAN decap, multicast copies
-        for dst, (p, nb) in sums_by_dst(switched).items():
-            if self._vnic(dst) is not None:
-                cycles += self.vnics[dst].rx_backend_cycles(p, nb)
-        self._pending_switched[id(batch)] = (batch, switched)
-        return cycles
+    def cost(self, rx: RxPass, is_interrupt: bool) -> dict:
+        """Cycles by term for one poll: the driver per packet the NIC delivered (a frame, or a
+        hardware-LRO aggregate), the rest per packet after software LRO; the NUMA penalty of
+        writing each VM's packets into its memory when that is on another node than the
+        handler's core (``numa_copy``)."""
+        nic_packets = n_bytes = 0
+        for b in rx.batch:
+            nic_packets += b.packets
+            n_bytes += b.payload_bytes
+        terms = self.params.rx_driver_terms(nic_packets, n_bytes, int(is_interrupt))
+        packets = sum(b.packets for b in rx.switched)
+        costs.add(terms, costs.VSWITCH, self.vswitch.cycles(packets, n_bytes))
+        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
+        ctx = rx.context
+        for dst, (p, nb) in sums_by_dst(rx.switched).items():
+            vnic = self._vnic(dst)
+            if vnic is None:
+                continue
+            costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, nb))
+            if ctx is not None:
+                costs.add(terms, costs.NUMA_COPY,
+                          ctx.remote_penalty_cycles(p, nb, vnic.memory_home))
+        return terms
 
-    def deliver(self, batch: list[Burst]) -> None:
-        """After the handler's cycles: switch the batch as ``cost`` aggregated it."""
-        kept = self._pending_switched.pop(id(batch), None)
-        switched = kept[1] if kept is not None and kept[0] is batch else self._switched(batch)
-        self.driver_packets += sum(b.packets for b in batch)
-        self.switched_packets += sum(b.packets for b in switched)
-        self.vswitch.receive(switched)
+    def deliver(self, rx: RxPass) -> None:
+        """After the handler's cycles: switch the batch as ``prepare`` aggregated it."""
+        self.driver_packets += sum(b.packets for b in rx.batch)
+        self.switched_packets += sum(b.packets for b in rx.switched)
+        self.vswitch.receive(rx.switched)

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import simpy
 
+from models import costs
 from models.base import ACK, Burst, CycleCost, Stats, check
 from models.cpu import Context, Cpu, CpuParams
 from models.guest import OsStackParams, StackHost
@@ -33,8 +34,8 @@ PEER_DST = -1  # the endpoint id of a peer in Burst.src / Burst.dst
 
 @dataclass(frozen=True)
 class PeerParams:
-    cpu: CpuParams = field(default_factory=lambda: CpuParams(2, 4, 2.66e9))
-    stack: OsStackParams = field(default_factory=OsStackParams)
+    cpu: CpuParams = field(default_factory=lambda: CpuParams(2, 4, 2.66e9, 0.0, 0.05))
+    stack: OsStackParams = field(default_factory=lambda: OsStackParams("rhel5_64_native"))
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
@@ -42,6 +43,7 @@ class PeerParams:
     # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
     # LRO merges the frames after decapsulation.
     lro_tunnelled: bool = True
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
@@ -84,21 +86,32 @@ class PeerHost(StackHost):
     def contexts(self) -> list[Context]:
         return [self.irq, *self._apps.values()]
 
-    def _rx_cost(self, batch: list[Burst], is_interrupt: bool) -> float:
-        """Driver per frame; the stack per packet (an LRO aggregate when LRO is on)."""
-        frames = sum(b.frames for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
-        cycles = self.params.driver_rx.cycles(frames, n_bytes, int(is_interrupt)) + \
-            self.rx_cycles(batch)
-        if self.vtep is not None:
-            cycles += self.vtep.rx_batch_cycles(batch)
-        return cycles
+    def driver_charges(self, direction: str) -> list[costs.Charge]:
+        """The client's NIC driver on ``direction`` (``sim.path``)."""
+        if direction == "rx":
+            return [costs.Charge.of(costs.DRIVER_RX, self.params.driver_rx, unit="frame",
+                                    per="interrupt")]
+        return [costs.Charge.of(costs.DRIVER_TX, self.params.driver_tx)]
 
-    def send_down(self, burst: Burst, cycles: float) -> None:
+    def _rx_cost(self, batch: list[Burst], is_interrupt: bool) -> dict:
+        """Driver per frame; the stack per packet (an LRO aggregate when LRO is on)."""
+        frames = n_bytes = 0
+        for b in batch:
+            frames += b.frames
+            n_bytes += b.payload_bytes
+        terms = {costs.DRIVER_RX: self.params.driver_rx.cycles(frames, n_bytes,
+                                                              int(is_interrupt))}
+        costs.merge(terms, self.rx_terms(batch))
+        if self.vtep is not None:
+            costs.add(terms, costs.VXLAN, self.vtep.rx_batch_cycles(batch))
+        return terms
+
+    def send_down(self, burst: Burst, terms: dict) -> None:
         if self.vtep is not None:  # the other tunnel endpoint: same work as the host's
-            cycles += self.vtep.tx_cycles(burst.packets, burst.payload_bytes)
+            costs.add(terms, costs.VXLAN, self.vtep.tx_cycles(burst.packets, burst.payload_bytes))
             burst = self.vtep.encap(burst)
-        cycles += self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0)
+        costs.add(terms, costs.DRIVER_TX,
+                  self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0))
         ctx = self.irq if burst.kind == ACK else self.app_context(burst.flow)
-        ctx.then(cycles, lambda: self.nic.send(burst), packets=burst.packets,
+        ctx.then(terms, lambda: self.nic.send(burst), packets=burst.packets,
                  n_bytes=burst.payload_bytes)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from models import costs
 from models.base import Burst, CycleCost, Ring, RingPoller, Stats, check
 
 FIRST_GROUP_DST = -2  # Burst.dst of group 0; -1 is the peer, >= 0 are VMs
@@ -54,6 +55,7 @@ class ReplicationParams:
     # context (~500: an IPI-less wakeup of a kernel world).
     handoff: CycleCost = field(default_factory=lambda: CycleCost(500.0, 150.0, 0.0))
     split_queue_packets: int = 512
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.split_queue_packets >= 1, "split_queue_packets", self.split_queue_packets,
@@ -66,7 +68,7 @@ class Member:
     def __init__(self, port_id: int, vnic, queue: Ring | None):
         self.port_id, self.vnic, self.queue = port_id, vnic, queue
         # splitRxMode's per-vNIC context: the vNIC's (first) backend, the VM's networking context
-        self.context = vnic.txq[0].backend if queue is not None else None
+        self.context = vnic.net_context if queue is not None else None
         # Packets this member gets a copy of, in both modes the copies the vswitch makes: made at
         # once (default) or accepted into the split queue for the member's context to make (a
         # split-queue drop is no copy). Drops further on (the vNIC ring) count there.
@@ -82,7 +84,7 @@ class Replicator:
     """The vswitch's multicast table and copy engine.
 
     ``vnic`` objects need ``deliver(batch)``, ``rx_backend_cycles(packets, bytes)`` and, for
-    split mode, ``txq[0].backend`` (the context that runs the member's copies).
+    split mode, ``net_context`` (the context that runs the member's copies).
     """
 
     def __init__(self, name: str, params: ReplicationParams, stats: Stats):
@@ -105,6 +107,13 @@ class Replicator:
         self.groups.setdefault(dst, []).append(member)
         return member
 
+    def charges(self) -> list[costs.Charge]:
+        """The receiving context's replication work per member (``sim.path``)."""
+        p = self.params
+        if p.split_rx_mode:
+            return [costs.Charge.of(costs.REPLICATION, p.handoff, per="member and pass")]
+        return [costs.Charge.of(costs.REPLICATION, p.copy, unit="copy")]
+
     def _by_group(self, batch: list[Burst]) -> dict[int, list[Burst]]:
         out: dict[int, list[Burst]] = {}
         for b in batch:
@@ -112,22 +121,24 @@ class Replicator:
                 out.setdefault(b.dst, []).append(b)
         return out
 
-    def cycles(self, batch: list[Burst]) -> float:
-        """Cycles the receiving context spends on the group packets of ``batch``."""
-        p, total = self.params, 0.0
+    def terms(self, batch: list[Burst]) -> dict:
+        """Cycles by term the receiving context spends on the group packets of ``batch``: the
+        hand-offs (split mode) or the copies and each member's vNIC backend work."""
+        p, terms = self.params, {}
         for dst, bursts in self._by_group(batch).items():
             members = self.groups.get(dst, ())
             packets = sum(b.packets for b in bursts)
             n_bytes = sum(b.payload_bytes for b in bursts)
             if p.split_rx_mode:
-                total += len(members) * p.handoff.cycles(packets, 0)
+                costs.add(terms, costs.REPLICATION, len(members) * p.handoff.cycles(packets, 0))
             else:
-                total += sum(self._copy_cycles(m, packets, n_bytes) for m in members)
-        return total
+                for m in members:
+                    costs.merge(terms, self._copy_terms(m, packets, n_bytes))
+        return terms
 
-    def _copy_cycles(self, member: Member, packets: int, n_bytes: int) -> float:
-        return self.params.copy.cycles(packets, n_bytes) + \
-            member.vnic.rx_backend_cycles(packets, n_bytes)
+    def _copy_terms(self, member: Member, packets: int, n_bytes: int) -> dict:
+        return {costs.REPLICATION: self.params.copy.cycles(packets, n_bytes),
+                costs.BACKEND_RX: member.vnic.rx_backend_cycles(packets, n_bytes)}
 
     def deliver(self, bursts: list[Burst]) -> None:
         """After the receiving context paid: a copy of each group burst to each member."""
@@ -144,8 +155,8 @@ class Replicator:
                 else:
                     m.poller.kick()
 
-    def _split_cost(self, m: Member, batch: list[Burst]) -> tuple[float, int, int]:
+    def _split_cost(self, m: Member, batch: list[Burst]) -> tuple[dict, int, int]:
         """splitRxMode, one pass of the member's context: copy and vNIC backend work."""
         packets = sum(b.packets for b in batch)
         n_bytes = sum(b.payload_bytes for b in batch)
-        return self._copy_cycles(m, packets, n_bytes), packets, n_bytes
+        return self._copy_terms(m, packets, n_bytes), packets, n_bytes

@@ -11,7 +11,7 @@ Multicast: bursts addressed to a group (``models.replication``) are copied to ev
 port, in the receiving context or split across the members' contexts (``multicast``).
 VXLAN: with ``vxlan.enabled`` the uplink side is a tunnel endpoint (``models.vxlan``): bursts
 leaving through the uplink are encapsulated, bursts arriving are decapsulated, and both cost
-cycles in the context that runs the vswitch (``tx_cycles``, ``rx_extra_cycles``).
+cycles in the context that runs the vswitch (``tx_terms``, ``rx_extra_terms``).
 Left out: VLANs, several uplinks.
 Units: cycles, packets.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from models import costs
 from models.base import Burst, CycleCost, Ring, Stats, check
 from models.nic import NicPort
 from models.replication import ReplicationParams, Replicator, is_group
@@ -32,6 +33,7 @@ class VswitchParams:
     pending_tx_limit_packets: int = 200
     multicast: ReplicationParams = field(default_factory=ReplicationParams)
     vxlan: VxlanParams = field(default_factory=VxlanParams)
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.pending_tx_limit_packets >= 1, "pending_tx_limit_packets",
@@ -47,13 +49,15 @@ class Vswitch:
         self.name, self.params, self.uplink = name, params, uplink
         self.replicator = Replicator(f"{name}.mcast", params.multicast, stats)
         self.vtep = Vtep(params.vxlan, mss_bytes)
-        self.ports: dict[int, Callable[[list[Burst]], None]] = {}
+        self.ports: dict[int, object] = {}  # port id -> its vNIC (``connect``)
         self.pending = Ring(f"{name}.pending_tx", params.pending_tx_limit_packets, stats,
                             unit="packets", drop_reason="pending_tx_full")
         uplink.on_tx_space(self._drain)
 
-    def connect(self, port_id: int, deliver: Callable[[list[Burst]], None]) -> None:
-        self.ports[port_id] = deliver
+    def connect(self, port_id: int, vnic) -> None:
+        """Port ``port_id`` leads to ``vnic``: an object with ``deliver(batch)`` and
+        ``rx_backend_cycles(packets, n_bytes)`` (``models.vnic.VirtualNic``)."""
+        self.ports[port_id] = vnic
 
     def join(self, group_dst: int, port_id: int, vnic):
         """Port ``port_id`` (its vNIC ``vnic``) receives the group ``group_dst``."""
@@ -63,47 +67,66 @@ class Vswitch:
         """Switching cost of ``packets`` packets of ``n_bytes`` in all (one invocation)."""
         return self.params.cost.cycles(packets, n_bytes)
 
+    def charges(self, direction: str) -> list[costs.Charge]:
+        """Switching and (with VXLAN) tunnel work on ``direction`` 'tx' (to the uplink) or
+        'rx' (from it), as ``tx_terms`` / ``rx_extra_terms`` price them (``sim.path``)."""
+        out = [costs.Charge.of(costs.VSWITCH, self.params.cost)]
+        vx = self.params.vxlan
+        if vx.enabled:
+            if direction == "tx":
+                out.append(costs.Charge.of(costs.VXLAN, vx.encap))
+                if not vx.offload:
+                    out.append(costs.Charge.of(costs.VXLAN, vx.sw_segment, unit="frame"))
+            else:
+                out.append(costs.Charge.of(costs.VXLAN, vx.decap, unit="frame"))
+                if not vx.offload:
+                    out.append(costs.Charge.of(costs.VXLAN, vx.sw_rx_checksum, unit="frame"))
+        return out
+
     def is_local(self, burst: Burst) -> bool:
         """Whether ``burst`` goes to another vNIC port of this switch (not out of the uplink)."""
         return burst.dst >= 0 and burst.dst in self.ports
 
-    def tx_cycles(self, batch: list[Burst],
-                  driver_cycles: Callable[[int, int], float] = lambda p, b: 0.0) -> float:
-        """What a vNIC's backend context pays to send ``batch``: switching for every packet;
-        for the packets leaving through the uplink only, encapsulation and the uplink driver's
-        ``driver_cycles(packets handed to it, bytes)`` (one per frame when VXLAN segments in
-        software, ``Vtep.uplink_packets``)."""
-        packets = sum(b.packets for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
-        cycles = self.cycles(packets, n_bytes)
-        up = [b for b in batch if not self.is_local(b)]
-        if up:
-            up_packets = sum(b.packets for b in up)
-            up_bytes = sum(b.payload_bytes for b in up)
-            cycles += (self.vtep.tx_cycles(up_packets, up_bytes)
-                       + driver_cycles(self.vtep.uplink_packets(up_packets, up_bytes), up_bytes))
-        return cycles
+    def tx_terms(self, batch: list[Burst],
+                 driver_terms: Callable[[int, int], dict] = lambda p, b: {}) -> dict:
+        """What a vNIC's backend context pays, by term, to send ``batch``: switching for every
+        packet; for the packets leaving through the uplink only, encapsulation and the uplink
+        driver's ``driver_terms(packets handed to it, bytes)`` (one per frame when VXLAN
+        segments in software, ``Vtep.uplink_packets``)."""
+        packets = n_bytes = up_packets = up_bytes = 0
+        for b in batch:
+            packets += b.packets
+            n_bytes += b.payload_bytes
+            if not self.is_local(b):
+                up_packets += b.packets
+                up_bytes += b.payload_bytes
+        terms = costs.add({}, costs.VSWITCH, self.cycles(packets, n_bytes))
+        if up_packets:
+            costs.add(terms, costs.VXLAN, self.vtep.tx_cycles(up_packets, up_bytes))
+            costs.merge(terms, driver_terms(self.vtep.uplink_packets(up_packets, up_bytes),
+                                            up_bytes))
+        return terms
 
-    def rx_extra_cycles(self, batch: list[Burst]) -> float:
+    def rx_extra_terms(self, batch: list[Burst]) -> dict:
         """Beyond ``cycles``, what the receiving context pays for ``batch`` as the NIC delivered
         it: decapsulation and multicast copies (or hand-offs in split mode)."""
-        return self.replicator.cycles(batch) + self.vtep.rx_batch_cycles(batch)
+        terms = self.replicator.terms(batch)
+        return costs.add(terms, costs.VXLAN, self.vtep.rx_batch_cycles(batch))
 
     def transmit(self, burst: Burst, context=None) -> None:
         """From a vNIC: to another local port, or out of the uplink. ``context`` is the one
         running this pass (the sender's networking context): a local delivery first pays the
-        destination vNIC's backend receive cost there (``rx_backend_cycles`` of the vNIC whose
-        ``deliver`` the port holds), as the uplink's RX handler does for traffic from outside."""
+        destination vNIC's backend receive cost there, as the uplink's RX handler does for
+        traffic from outside."""
         if self.is_local(burst):
-            local = self.ports[burst.dst]
+            vnic = self.ports[burst.dst]
             burst = burst.as_frames()
-            rx_cost = getattr(getattr(local, "__self__", None), "rx_backend_cycles", None)
-            if context is not None and rx_cost is not None:
-                context.then(rx_cost(burst.packets, burst.payload_bytes),
-                             lambda: local([burst]), packets=burst.packets,
-                             n_bytes=burst.payload_bytes)
+            if context is not None:
+                context.then({costs.BACKEND_RX: vnic.rx_backend_cycles(
+                    burst.packets, burst.payload_bytes)}, lambda: vnic.deliver([burst]),
+                    packets=burst.packets, n_bytes=burst.payload_bytes)
             else:
-                local([burst])
+                vnic.deliver([burst])
             return
         burst = self.vtep.encap(burst)
         if not len(self.pending) and self._fits(burst):
@@ -135,6 +158,6 @@ class Vswitch:
             else:
                 by_port.setdefault(burst.dst, []).append(burst)
         for port_id, bursts in by_port.items():
-            self.ports[port_id](bursts)
+            self.ports[port_id].deliver(bursts)
         if groups:
             self.replicator.deliver(groups)

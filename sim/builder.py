@@ -12,7 +12,7 @@ spread, numa_io). Pinned: cores are handed out in order, skipping the NIC's vect
 others are free: VM i's vCPUs, then its networking context; the interrupt vector sits on
 ``host.irq_core`` (000 pins the VM and the vector to adjoining cores). With more contexts than
 cores they share cores and pay the world-switch cost. Every context gets its NUMA home node(s)
-and numa_io starts its monitor (``sim.placement.apply_numa``).
+and numa_io starts its monitor (``sim.placement.make_plan``, ``start_numa_io``).
 PCIe: ports are grouped into cards of ``host.ports_per_card``, each with one ``PcieLink``.
 Randomness: one ``SeedSequence(seed)`` per run; each component draws from its own stream keyed
 by (replication, component name), so adding a component shifts nobody else's numbers.
@@ -40,7 +40,7 @@ from models.vxlan import Vtep, inner_mtu_bytes
 from models.workloads import WORKLOADS
 from models.workloads.base import Workload
 from sim.config import Config
-from sim.placement import Placement, apply_numa, make_placement
+from sim.placement import Plan, make_plan, start_numa_io, vector_name, vm_context_names
 
 
 def stream(seed: int, replication: int, name: str) -> np.random.Generator:
@@ -78,7 +78,7 @@ def build(cfg: Config, replication: int = 0) -> Model:
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
     model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa))
     ports = cfg.host.nic_ports
-    placer = make_placement(cfg)
+    plan = make_plan(cfg)
     model.cards = [PcieLink(env, f"card{c}", cfg.pcie, node=cfg.host.card_node(c))
                    for c in range(cfg.host.n_cards)]
     vxlan = cfg.hypervisor.vswitch.vxlan  # with VXLAN the guests' MTU leaves room for the tunnel
@@ -94,21 +94,14 @@ def build(cfg: Config, replication: int = 0) -> Model:
         peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
         model.peers.append(peer)
         _wire_cable(nic, peer.nic)
-    vm_contexts, port_vectors = {}, {}
     for i in range(cfg.workload.vms):
-        first = len(model.contexts)
-        placer.start_vm(i, model.port_of(i))
-        _build_vm(model, i, placer, rng)
-        vm_contexts[i] = model.contexts[first:]
+        _build_vm(model, i, plan, rng)
     for p, nic in enumerate(model.nics):
-        vectors = [Context(env, f"{nic.name}.rxq{k}.irq",
-                           model.cpu.core(placer.vector_core(p * cfg.nic.rx_queues + k)),
-                           rng=rng(f"{nic.name}.rxq{k}.irq"))
+        vectors = [_context(model, plan, vector_name(p, k), rng)
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
-        port_vectors[p] = vectors
         _wire_receive(model, p, vectors)
-    apply_numa(model, placer, vm_contexts, port_vectors)
+    model.numa_io = start_numa_io(model, plan)
 
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
                "peer": _seg_max(cfg.nic.tso, cfg, mss)}
@@ -130,23 +123,27 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
     peer_nic.tx_link.deliver = host_nic.receive
 
 
-def _build_vm(model: Model, i: int, placer: Placement, rng) -> None:
+def _context(model: Model, plan: Plan, name: str, rng) -> Context:
+    """Context ``name`` on the core and with the home the plan gives it."""
+    return Context(model.env, name, model.cpu.core(plan.core(name)), rng=rng(name),
+                   home=plan.home(name))
+
+
+def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
     cfg, env = model.cfg, model.env
     vswitch = model.vswitches[model.port_of(i)]
-    vcpus = [Context(env, f"vm{i}.vcpu{k}", model.cpu.core(placer.next()), rng=rng(f"vm{i}.vcpu{k}"))
-             for k in range(cfg.guest.vcpus)]
+    vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
+    vcpus = [_context(model, plan, name, rng) for name in vcpu_names]
     hv = cfg.hypervisor
-    n_net = min(hv.tx_contexts_per_vnic, cfg.vnic.tx_queues)  # contexts serving the TX queues
-    nets = [Context(env, name, model.cpu.core(placer.next()), rng=rng(name))
-            for name in [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))]]
+    nets = [_context(model, plan, name, rng) for name in net_names]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
-                     backend_extra_cycles=lambda batch: vswitch.tx_cycles(
-                         batch, hv.tx_driver_cycles))
+                     backend_extra_terms=lambda batch: vswitch.tx_terms(
+                         batch, hv.tx_driver_terms))
     vm.attach(vnic)
-    vswitch.connect(i, vnic.deliver)
+    vswitch.connect(i, vnic)
     model.vms.append(vm)
     model.vnics.append(vnic)
     model.contexts.extend([*vcpus, *nets])
@@ -154,7 +151,7 @@ def _build_vm(model: Model, i: int, placer: Placement, rng) -> None:
 
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
     """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
-    (``models.hypervisor.HypervisorRx``)."""
+    and the NUMA penalty of copying into its memory (``models.hypervisor.HypervisorRx``)."""
     rx = HypervisorRx(model.cfg.hypervisor, model.vswitches[port], model.vnics)
     model.hv_rx.append(rx)
-    model.nics[port].wire_rx(vectors, rx.cost, rx.deliver)
+    model.nics[port].wire_rx(vectors, rx.cost, rx.deliver, prepare=rx.prepare)

@@ -25,6 +25,7 @@ USAGE = """usage: python -m sim <command> [overrides...]
 commands:
   run [key=value ...] [--multirun] [--help]   run an experiment (default: e35_tx_single_vm)
   list                                        list the experiments with a line each
+  path [key=value ...] [--flow N] [--all]    the data path of a flow: hops and priced terms
   bench [--scenarios S1,RR] [--no-series] ... speed benchmark (python -m sim bench --help)
 """
 
@@ -39,10 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         return list_experiments()
     if cmd == "run":
         return run_cli(rest)
+    if cmd == "path":
+        return path_cli(rest)
     if cmd == "bench":
         from sim.bench import main as bench_main
         return bench_main(rest)
-    return fail(f"unknown command {cmd!r}: allowed commands are run, list, bench")
+    return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, bench")
 
 
 def fail(message: str) -> int:
@@ -54,6 +57,42 @@ def list_experiments() -> int:
     for path in sorted(Path(CONFIG_DIR, "experiment").glob("*.yaml")):
         meta = (yaml.safe_load(path.read_text()) or {}).get("meta", {})
         print(f"{path.stem:<28} {meta.get('description', '')}")
+    return 0
+
+
+def path_cli(args: list[str]) -> int:
+    """``python -m sim path [overrides] [--flow N ...] [--all]``: build the model (no run) and
+    print the declared path of its flows (``sim.path``)."""
+    flows: list[int] | None = None
+    every = "--all" in args
+    overrides, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--all":
+            pass
+        elif a == "--flow" or a.startswith("--flow="):
+            value = a.partition("=")[2] if "=" in a else (args[i + 1] if i + 1 < len(args)
+                                                           else "")
+            i += 0 if "=" in a else 1
+            if not value.isdigit():
+                return fail(f"--flow={value!r}: must be a flow number (an integer >= 0)")
+            flows = [*(flows or []), int(value)]
+        elif a.startswith("-"):
+            return fail(f"unknown option {a!r} for path: allowed --flow N, --all")
+        else:
+            overrides.append(a)
+        i += 1
+    from sim.builder import build
+    from sim.path import describe, flow_paths
+    try:
+        model = build(compose_config(overrides))
+    except ConfigError as exc:
+        return fail(str(exc))
+    known = [fp.flow for fp in flow_paths(model)]
+    if flows is not None and not set(flows) <= set(known):
+        bad = sorted(set(flows) - set(known))
+        return fail(f"--flow={bad[0]}: no such flow; allowed: {known[0]}..{known[-1]}")
+    print(describe(model, known if every else flows))
     return 0
 
 

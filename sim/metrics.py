@@ -7,10 +7,12 @@ instant (a task in service is counted up to the snapshot).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from models import units
+from models import costs, units
 from sim.builder import Model
 
 
@@ -29,8 +31,12 @@ def snapshot(model: Model) -> dict[str, float]:
     for ctx in [*model.contexts, *(c for peer in model.peers for c in peer.contexts())]:
         s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
         s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
-        s[f"ctx.{ctx.name}.remote_cycles"] = ctx.remote_cycles
         s[f"ctx.{ctx.name}.moves"] = ctx.moves
+        s[f"ctx.{ctx.name}.cycles"] = ctx.cycles
+        s[f"ctx.{ctx.name}.packets"] = ctx.packets
+        s[f"ctx.{ctx.name}.bytes"] = ctx.bytes
+        for term, cycles in ctx.term_cycles.items():
+            s[f"term.{ctx.name}.{term}"] = cycles
     for card in model.cards:
         for ch in {"up": card.up, "down": card.down}.values():
             s[f"pcie.{ch.name}.busy_s"] = ch.busy_time_s()
@@ -76,7 +82,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                               "numa_node": c.core.node,
                               "util_pct": 100 * d[f"ctx.{c.name}.busy_s"] / window_s,
                               "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s,
-                              "remote_cycles_per_s": d[f"ctx.{c.name}.remote_cycles"] / window_s,
+                              "remote_cycles_per_s": _remote_cycles(d, c.name) / window_s,
                               "moves": d[f"ctx.{c.name}.moves"]}
                              for host, ctxs in (("host", model.contexts),
                                                 *((p.name, p.contexts()) for p in model.peers))
@@ -116,10 +122,11 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     summary["exits_per_s"] = float(vnics["exits_per_s"].sum())
     summary["guest_rx_packets_per_s"] = float(vnics["rx_packets_per_s"].sum())
     summary["pcie_max_util_pct"] = float(pcie["util_pct"].max()) if len(pcie) else 0.0
-    remote = sum(d[f"ctx.{c.name}.remote_cycles"] for c in model.contexts)
+    remote = sum(_remote_cycles(d, c.name) for c in model.contexts)
     summary["numa_remote_cycles_pct"] = 100 * remote / busy_cycles if busy_cycles else 0.0
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
-              "rx_queues": queues, "drops": drops, "pcie": pcie, "vnics": vnics}
+              "rx_queues": queues, "drops": drops, "pcie": pcie, "vnics": vnics,
+              "cost_terms": _cost_terms_table(model, d, window_s)}
     wd = {k[len("workload."):]: v for k, v in d.items() if k.startswith("workload.")}
     summary.update(model.workload.summary(wd, window_s))
     for name, records in model.workload.tables(wd, window_s).items():
@@ -192,3 +199,34 @@ def _mean_rtt_us(d: dict, model: Model) -> float:
     total = sum(d.get(f"flow.{f}.rtt_sum_s", 0.0) for f in flows)
     n = sum(d.get(f"flow.{f}.rtt_samples", 0) for f in flows)
     return units.s_to_us(total / n) if n else float("nan")
+
+
+def _remote_cycles(d: dict, ctx: str) -> float:
+    """NUMA penalty cycles of context ``ctx``: its own data's and the RX copy's."""
+    return d.get(f"term.{ctx}.{costs.NUMA}", 0.0) + d.get(f"term.{ctx}.{costs.NUMA_COPY}", 0.0)
+
+
+COST_TERM_COLUMNS = ["context", "host", "term", "cycles_per_s", "cycles_per_packet",
+                     "cycles_per_byte", "share_pct"]
+
+
+def _cost_terms_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
+    """Per context and cost term: cycles per second, per packet and per byte the context
+    handled (the packets and bytes its tasks declared), and the term's share of the context's
+    cycles. The terms of a context add up to its cycles (``models.costs``)."""
+    rows = []
+    for host, ctxs in (("host", model.contexts), *((p.name, p.contexts()) for p in model.peers)):
+        for c in ctxs:
+            prefix = f"term.{c.name}."
+            packets, n_bytes = d[f"ctx.{c.name}.packets"], d[f"ctx.{c.name}.bytes"]
+            total = d[f"ctx.{c.name}.cycles"]
+            for key in sorted(k for k in d if k.startswith(prefix)):
+                cycles = d[key]
+                if not cycles:
+                    continue
+                rows.append({"context": c.name, "host": host, "term": key[len(prefix):],
+                             "cycles_per_s": cycles / window_s,
+                             "cycles_per_packet": cycles / packets if packets else math.nan,
+                             "cycles_per_byte": cycles / n_bytes if n_bytes else math.nan,
+                             "share_pct": 100 * cycles / total if total else math.nan})
+    return pd.DataFrame(rows, columns=COST_TERM_COLUMNS)

@@ -15,13 +15,14 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
   each card's contexts between the two layouts at run time; they start in the NUMA layout when
   the threshold is above 0 (no load yet is below any positive threshold).
 
-The builder asks ``vector_core(j)``, calls ``start_vm(i)`` before building VM ``i`` and then
-``next()`` once per context of that VM, in the order it creates them; ``layouts`` keeps, for
-every such call, the core of each layout.
+``make_plan(cfg)`` runs these policies before the build and returns a ``Plan``: every
+context's core and NUMA home in each layout, keyed by context name; the builder places each
+context by its name, and ``start_numa_io`` gives the NUMA I/O monitor both layouts.
 """
 from __future__ import annotations
 
-from models.base import sums_by_dst
+from dataclasses import dataclass
+
 
 POLICIES = ("pinned", "spread", "numa_io")
 
@@ -104,74 +105,106 @@ def make_placement(cfg) -> Placement:
                      numa_active=host.numa_io_threshold_pct > 0)
 
 
-def apply_numa(model, placement: Placement, vm_contexts: dict[int, list],
-               vectors: dict[int, list]) -> None:
-    """Give every context its home node(s), charge the RX copy into a VM's memory, and start
-    NUMA I/O when the policy asks for it.
+@dataclass(frozen=True)
+class Slot:
+    """Where one context runs and whose memory it touches, in both layouts (``numa_io``
+    switches between them at run time; the other policies have one). ``card``: the NIC card
+    whose networking contexts it counts among (None: a vCPU)."""
 
-    ``vm_contexts[i]``: VM ``i``'s contexts in the order ``placement.next()`` placed them;
-    ``vectors[p]``: port ``p``'s RX vector contexts. Homes: a vCPU works on its VM's memory
-    (the node of its first vCPU); a VM's networking context on the VM's memory and on the
-    card's rings; a vector on the card's buffers (and, per batch, on the memory of each VM it
-    copies into: ``_with_copy_penalty``).
-    """
-    from models.numa import NumaIoGroup, NumaIoScheduler
+    default: tuple[int, object]   # (core index, home node or tuple of nodes)
+    numa: tuple[int, object]
+    card: int | None
 
-    host, cores = model.cfg.host, model.cpu.cores
-    groups = {c: NumaIoGroup(host.card_node(c), []) for c in range(host.n_cards)}
-    for g in groups.values():
-        g.layouts = {False: {}, True: {}}
-        g.numa = placement.numa_active
-    for i, ctxs in vm_contexts.items():
-        vm, port = model.vms[i], model.port_of(i)
+    def at_start(self, numa_active: bool) -> tuple[int, object]:
+        return self.numa if numa_active else self.default
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every context's slot, keyed by context name, computed from the config before the build:
+    ``vm{i}.vcpu{k}``, ``vm{i}.net`` (and ``vm{i}.net{k}``), ``nic{p}.rxq{k}.irq``."""
+
+    slots: dict[str, Slot]
+    numa_active: bool  # contexts start in the NUMA layout
+
+    def core(self, name: str) -> int:
+        return self.slots[name].at_start(self.numa_active)[0]
+
+    def home(self, name: str):
+        return self.slots[name].at_start(self.numa_active)[1]
+
+
+def vm_context_names(cfg, i: int) -> tuple[list[str], list[str]]:
+    """VM ``i``'s vCPU and networking context names, in the order they are placed."""
+    n_net = min(cfg.hypervisor.tx_contexts_per_vnic, cfg.vnic.tx_queues)
+    return ([f"vm{i}.vcpu{k}" for k in range(cfg.guest.vcpus)],
+            [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))])
+
+
+def vector_name(port: int, queue: int) -> str:
+    return f"nic{port}.rxq{queue}.irq"
+
+
+def make_plan(cfg) -> Plan:
+    """The placement plan of ``cfg`` (see the module docstring). Homes: a vCPU works on its
+    VM's memory (the node of the VM's first context's core; in the NUMA layout, the card's
+    node); a VM's networking context on the VM's memory and on the card's rings; a vector on
+    the card's buffers."""
+    host = cfg.host
+    placer = make_placement(cfg)
+    slots: dict[str, Slot] = {}
+    for i in range(cfg.workload.vms):
+        port = i % host.nic_ports
         card = port // host.ports_per_card
-        card_node, g = host.card_node(card), groups[card]
-        pairs = placement.layouts[i]
-        assert len(pairs) == len(ctxs), f"vm{i}: {len(ctxs)} contexts, {len(pairs)} placed"
-        vm_node = {False: cores[pairs[0][0]].node, True: card_node}
-        for ctx, (default, numa) in zip(ctxs, pairs):
-            assert ctx.core.index == (numa if placement.numa_active else default), ctx.name
-            networking = ctx not in vm.vcpus
+        card_node = host.card_node(card)
+        placer.start_vm(i, port)
+        vcpus, nets = vm_context_names(cfg, i)
+        cores = [(placer.next(), name) for name in [*vcpus, *nets]]
+        pairs = placer.layouts[i]
+        vm_node = {False: pairs[0][0] // host.cpu.cores_per_socket, True: card_node}
+        for (default, numa), name in zip(pairs, [*vcpus, *nets]):
+            networking = name in nets
+            placed = {}
             for layout, core in ((False, default), (True, numa)):
                 home = vm_node[layout]
                 if networking and home != card_node:
                     home = (home, card_node)
-                g.layouts[layout][ctx] = (cores[core], home)
-            ctx.home_node = g.layouts[placement.numa_active][ctx][1]
-            if networking:
-                g.networking.append(ctx)
-    n_queues = model.cfg.nic.rx_queues
-    for p, ctxs in vectors.items():
+                placed[layout] = (core, home)
+            slots[name] = Slot(placed[False], placed[True], card if networking else None)
+        assert [c for c, _ in cores] == [slots[n].at_start(placer.numa_active)[0]
+                                        for _, n in cores]
+    for p in range(host.nic_ports):
         card = p // host.ports_per_card
+        node = host.card_node(card)
+        for k in range(cfg.nic.rx_queues):
+            default, numa = placer.vector_layouts(p * cfg.nic.rx_queues + k)
+            slots[vector_name(p, k)] = Slot((default, node), (numa, node), card)
+    return Plan(slots, placer.numa_active)
+
+
+def start_numa_io(model, plan: Plan):
+    """With ``host.placement=numa_io``: one group per card (its networking contexts and the
+    layouts of its VMs' contexts) and the monitor that switches them
+    (``models.numa.NumaIoScheduler``); None otherwise."""
+    from models import units
+    from models.numa import NumaIoGroup, NumaIoScheduler
+
+    host = model.cfg.host
+    if host.placement != "numa_io":
+        return None
+    by_name = {c.name: c for c in model.contexts}
+    cores = model.cpu.cores
+    groups = {c: NumaIoGroup(host.card_node(c), [], {False: {}, True: {}}, plan.numa_active)
+              for c in range(host.n_cards)}
+    vm_card = {i: (i % host.nic_ports) // host.ports_per_card for i in range(len(model.vms))}
+    for name, slot in plan.slots.items():
+        ctx = by_name[name]
+        card = slot.card if slot.card is not None else vm_card[int(name[2:].split(".")[0])]
         g = groups[card]
-        for k, ctx in enumerate(ctxs):
-            ctx.home_node = g.card_node
-            default, numa = placement.vector_layouts(p * n_queues + k)
-            g.layouts[False][ctx] = (cores[default], g.card_node)
-            g.layouts[True][ctx] = (cores[numa], g.card_node)
+        for layout in (False, True):
+            core, home = slot.numa if layout else slot.default
+            g.layouts[layout][ctx] = (cores[core], home)
+        if slot.card is not None:
             g.networking.append(ctx)
-    numa = host.numa
-    if numa.remote_per_packet_cycles or numa.remote_per_byte_cycles:
-        for nic in model.nics:
-            for q in nic.rx_queues:
-                q.cost = _with_copy_penalty(q.cost, q.context, model.vms)
-    if host.placement == "numa_io":
-        from models import units
-        model.numa_io = NumaIoScheduler(model.env, list(groups.values()),
-                                        host.numa_io_threshold_pct,
-                                        units.ms_to_s(host.numa_io_period_ms))
-
-
-def _with_copy_penalty(cost, ctx, vms):
-    """The RX handler's cost plus the NUMA penalty of writing each VM's packets into its
-    memory, when that memory is on another node than the handler's core."""
-    def wrapped(batch, is_interrupt):
-        cycles = cost(batch, is_interrupt)
-        for dst, (packets, n_bytes) in sums_by_dst(batch).items():
-            if not 0 <= dst < len(vms):
-                continue
-            penalty = ctx.remote_penalty_cycles(packets, n_bytes, vms[dst].vcpus[0].home_node)
-            ctx.remote_cycles += penalty  # the context's own count of NUMA penalty cycles
-            cycles += penalty
-        return cycles
-    return wrapped
+    return NumaIoScheduler(model.env, list(groups.values()), host.numa_io_threshold_pct,
+                           units.ms_to_s(host.numa_io_period_ms))

@@ -31,10 +31,15 @@ from typing import Callable
 
 import simpy
 
+from models import costs
 from models.base import Burst, CycleCost, Ring, RingPoller, Stats, check
 from models.cpu import Context
 
 DEVICES: dict[str, type["VirtualNic"]] = {}  # filled by models.vnic.devices
+
+
+def _nothing() -> None:
+    """A task nobody waits for (the doorbell's exit delays the vCPU's next work only)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class VnicParams:
     tx_register_accesses_per_doorbell: float = 1.0
     rx_register_accesses_per_packet: float = 0.0
     rx_register_accesses_per_interrupt: float = 0.0
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(self.model in DEVICES, "model", self.model, f"one of {sorted(DEVICES)}")
@@ -130,13 +136,14 @@ class VirtualNic:
                  backends: list[Context], vcpus: list[Context],
                  transmit: Callable[[Burst, Context], None],
                  exit_cycles: float,
-                 backend_extra_cycles: Callable[[list[Burst]], float] = lambda batch: 0.0):
+                 backend_extra_terms: Callable[[list[Burst]], dict] = lambda batch: {}):
         check(exit_cycles >= 0, f"{name}.exit_cycles", exit_cycles, ">= 0")
         self.env, self.name, self.params = env, name, params
         self.exit_cycles = exit_cycles  # price of one access that leaves the guest
         self._transmit = transmit
-        # What else the backend's pass pays for a batch (the vswitch, the uplink driver).
-        self._backend_extra = backend_extra_cycles
+        # What else the backend's pass pays for a batch, by term (the vswitch, the uplink
+        # driver).
+        self._backend_extra = backend_extra_terms
         one = params.tx_queues == 1 and params.rx_queues == 1
         qname = (lambda k: name) if one else (lambda k: f"{name}.q{k}")
         self.txq = [_TxQueue(qname(k), params.tx_ring_slots, stats, backends[k % len(backends)])
@@ -148,12 +155,19 @@ class VirtualNic:
                                   lambda batch, q=q: self._tx_deliver(batch, q.backend))
         for q in self.rxq:
             q.poller = RingPoller(q.ring, q.vcpu, self._rx_pass_cost, self._rx_deliver)
-        self.guest_rx_cost: Callable[[list[Burst]], float] = lambda batch: 0.0
+        self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms
         self.guest_rx_deliver: Callable[[list[Burst]], None] = lambda batch: None
         self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
         self.exits = 0.0
         self.virtual_interrupts = 0
         self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
+
+    def attach_guest(self, rx_terms: Callable[[list[Burst]], dict],
+                     deliver: Callable[[list[Burst]], None], lro: bool) -> None:
+        """The guest's side of the receive path: its stack's cost of a delivered batch (by
+        term), where the batch goes after that, and whether its driver accepts LRO
+        aggregates."""
+        self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
 
     # -- capabilities -----------------------------------------------------------------------
     @property
@@ -161,9 +175,41 @@ class VirtualNic:
         return self.params.tso
 
     @property
+    def memory_home(self):
+        """The NUMA node of the guest memory the backend copies received packets into (the
+        home of the VM's first vCPU)."""
+        return self.rxq[0].vcpu.home_node
+
+    @property
+    def net_context(self) -> Context:
+        """The VM's (first) networking context: it serves transmit queue 0 and, in multicast
+        split mode, makes this vNIC's copies."""
+        return self.txq[0].backend
+
+    @property
     def takes_aggregates(self) -> bool:
         """Whether the hypervisor may hand this vNIC LRO aggregates (device and guest agree)."""
         return self.params.lro and self.guest_lro
+
+    # -- the declared data path (``sim.path``) ---------------------------------------------
+    def guest_charges(self, direction: str) -> list[costs.Charge]:
+        """What the guest driver charges its vCPU on ``direction`` 'tx' or 'rx' (the same
+        parameters ``tx_guest_terms``, ``guest_send`` and ``_rx_pass_cost`` price)."""
+        p, x = self.params, self.exit_cycles
+        if direction == "tx":
+            return [costs.Charge.of(costs.GUEST_DRIVER_TX, p.guest_tx),
+                    costs.Charge(costs.EXITS, p.tx_register_accesses_per_doorbell * x,
+                                 p.tx_register_accesses_per_packet * x, 0.0, per="doorbell")]
+        return [costs.Charge.of(costs.GUEST_DRIVER_RX, p.guest_rx, per="virtual interrupt"),
+                costs.Charge(costs.EXITS, p.rx_register_accesses_per_interrupt * x,
+                             p.rx_register_accesses_per_packet * x, 0.0,
+                             per="virtual interrupt")]
+
+    def backend_charges(self, direction: str) -> list[costs.Charge]:
+        """What the hypervisor's backend of this device charges on ``direction``."""
+        cost = self.params.backend_tx if direction == "tx" else self.params.backend_rx
+        return [costs.Charge.of(costs.BACKEND_TX if direction == "tx" else costs.BACKEND_RX,
+                                cost)]
 
     # -- hooks ------------------------------------------------------------------------------
     def tx_doorbells(self, queue: _TxQueue) -> int:
@@ -189,14 +235,15 @@ class VirtualNic:
         return self.rxq[burst.flow % len(self.rxq)]
 
     # -- guest side -------------------------------------------------------------------------
-    def tx_guest_cycles(self, burst: Burst) -> float:
-        """vCPU cycles of the driver's transmit of one burst: its work and the per-packet
-        exits. The doorbell is not in here: whether one is rung is decided when the burst is
-        posted (``guest_send``), after these cycles ran."""
+    def tx_guest_terms(self, burst: Burst) -> dict:
+        """vCPU cycles by term of the driver's transmit of one burst: its work and the
+        per-packet exits. The doorbell is not in here: whether one is rung is decided when the
+        burst is posted (``guest_send``), after these cycles ran."""
         exits = self.tx_exits(burst.packets, 0)
         self.exits += exits
-        return self.params.guest_tx.cycles(burst.packets, burst.payload_bytes, 0) + \
-            exits * self.exit_cycles
+        terms = {costs.GUEST_DRIVER_TX: self.params.guest_tx.cycles(burst.packets,
+                                                                     burst.payload_bytes, 0)}
+        return costs.add(terms, costs.EXITS, exits * self.exit_cycles)
 
     def guest_send(self, burst: Burst, vcpu: Context) -> None:
         """The guest driver on ``vcpu`` posts a burst (after its cycles were paid there).
@@ -207,17 +254,19 @@ class VirtualNic:
         doorbell_exits = self.tx_exits(0, self.tx_doorbells(q))
         if doorbell_exits:
             self.exits += doorbell_exits
-            vcpu.execute(doorbell_exits * self.exit_cycles)
+            vcpu.then({costs.EXITS: doorbell_exits * self.exit_cycles}, _nothing)
         if q.ring.offer(burst) is not None:
             q.poller.kick()
 
-    def _tx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
-        packets = sum(b.packets for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
-        cycles = (self.params.backend_tx.cycles(packets, n_bytes)
-                  + self._backend_extra(batch))
+    def _tx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[dict, int, int]:
+        packets = n_bytes = 0
+        for b in batch:
+            packets += b.packets
+            n_bytes += b.payload_bytes
+        terms = {costs.BACKEND_TX: self.params.backend_tx.cycles(packets, n_bytes)}
+        costs.merge(terms, self._backend_extra(batch))
         # NUMA: the backend touches descriptors and headers, not the payload (zero copy).
-        return cycles, packets, 0
+        return terms, packets, 0
 
     def _tx_deliver(self, batch: list[Burst], backend: Context) -> None:
         for burst in batch:  # the vswitch runs on the backend's context (local delivery pays)
@@ -240,14 +289,18 @@ class VirtualNic:
                 self.virtual_interrupts += 1
                 q.poller.kick(is_interrupt=True)
 
-    def _rx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[float, int, int]:
-        packets = sum(b.packets for b in batch)
-        n_bytes = sum(b.payload_bytes for b in batch)
+    def _rx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[dict, int, int]:
+        packets = n_bytes = 0
+        for b in batch:
+            packets += b.packets
+            n_bytes += b.payload_bytes
         exits = self.rx_exits(packets, int(is_interrupt))
         self.exits += exits
-        cycles = (self.params.guest_rx.cycles(packets, n_bytes, int(is_interrupt))
-                  + exits * self.exit_cycles + self.guest_rx_cost(batch))
-        return cycles, packets, n_bytes
+        terms = {costs.GUEST_DRIVER_RX: self.params.guest_rx.cycles(packets, n_bytes,
+                                                                    int(is_interrupt))}
+        costs.add(terms, costs.EXITS, exits * self.exit_cycles)
+        costs.merge(terms, self.guest_rx_cost(batch))
+        return terms, packets, n_bytes
 
     def _rx_deliver(self, batch: list[Burst]) -> None:
         self.rx_frames += sum(b.frames for b in batch)

@@ -62,6 +62,7 @@ class MulticastWorkloadParams:
     skb_truesize_bytes: int = 2304
     # The receiving tool's own work per datagram (sequence check, counters): a prior.
     app: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1000.0, 0.0))
+    provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1 <= self.packet_bytes <= 8972, "packet_bytes", self.packet_bytes, "in 1..8972")
@@ -218,9 +219,8 @@ class UdpMulticast(Workload):
         burst = Burst(UDP, s.flow, n * pb, n, n, UDP_IP_HEADER_BYTES, pb, seq=s.sent,
                       sent_s=self.env.now, dst=group_dst(s.group), src=peer.endpoint)
         s.sent += n
-        cycles = (peer.stack.send_call.cycles(0, n * pb, n)
-                  + peer.stack.tx_segment.cycles(n, n * pb, n))
-        peer.send_down(burst, cycles)
+        peer.send_down(burst, {costs.APP_SEND: peer.stack.send_call.cycles(0, n * pb, n),
+                               costs.STACK_TX: peer.stack.tx_segment.cycles(n, n * pb, n)})
 
     # -- recorder hooks -------------------------------------------------------------------
     def flows(self) -> list[dict]:

@@ -41,8 +41,8 @@ class FakeVswitch:
     def cycles(self, packets: int, n_bytes: int) -> float:
         return 600.0 * packets
 
-    def rx_extra_cycles(self, batch) -> float:  # VXLAN / multicast work: none here
-        return 0.0
+    def rx_extra_terms(self, batch) -> dict:  # VXLAN / multicast work: none here
+        return {}
 
     def receive(self, batch):
         self.got.extend(batch)
@@ -64,10 +64,11 @@ def test_exit_price_by_virtualization_mode():
 
 def test_linux_compat_driver_pays_the_shim_per_packet_native_does_not():
     compat, native = params(driver_kind="linux_compat"), params(driver_kind="native")
-    assert compat.rx_driver_cycles(100, 0, 1) == 3000 + 450 * 100 + 250 * 100
-    assert native.rx_driver_cycles(100, 0, 1) == 3000 + 450 * 100
-    assert compat.tx_driver_cycles(10, 0) == 700 * 10
-    assert native.tx_driver_cycles(10, 0) == 450 * 10
+    assert compat.rx_driver_terms(100, 0, 1) == {"driver_rx": 3000 + 450 * 100,
+                                                  "compat_rx": 250 * 100}
+    assert native.rx_driver_terms(100, 0, 1) == {"driver_rx": 3000 + 450 * 100}
+    assert compat.tx_driver_terms(10, 0) == {"driver_tx": 450 * 10, "compat_tx": 250 * 10}
+    assert native.tx_driver_terms(10, 0) == {"driver_tx": 450 * 10}
     with pytest.raises(ValueError, match="driver_kind='vmklinux'"):
         params(driver_kind="vmklinux")
 
@@ -86,12 +87,13 @@ def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
     vs = FakeVswitch()
     rx = HypervisorRx(params(driver_kind="native"), vs, [FakeVnic(True), FakeVnic(False)])
     batch = [data(45, dst=0), data(10, dst=1)]
-    cycles = rx.cost(batch, is_interrupt=True)
+    taken = rx.prepare(batch, None)
+    terms = rx.cost(taken, is_interrupt=True)
     driver = 3000 + 450 * 55                    # every frame the NIC delivered
     vswitch = 600 * (3 + 10)                    # 3 aggregates for vNIC 0, 10 frames for vNIC 1
     backends = (1500 + 500 * 3) + (1500 + 500 * 10)
-    assert cycles == driver + vswitch + backends
-    rx.deliver(batch)
+    assert terms == {"driver_rx": driver, "vswitch": vswitch, "backend_rx": backends}
+    rx.deliver(taken)
     assert [b.packets for b in vs.got] == [3, 10]
     assert rx.driver_packets == 55 and rx.switched_packets == 13
 
@@ -99,7 +101,7 @@ def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
 def test_no_software_lro_without_the_feature():
     vs = FakeVswitch()
     rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs, [FakeVnic(True)])
-    rx.deliver([data(45)])
+    rx.deliver(rx.prepare([data(45)], None))
     assert vs.got[0].packets == 45
 
 
@@ -158,7 +160,7 @@ def test_tx_contexts_per_vnic(compose):
 
 
 def test_software_lro_runs_once_per_batch(monkeypatch):
-    """``cost`` aggregates the batch; ``deliver`` switches that same result, not a second LRO."""
+    """``prepare`` aggregates the batch; ``cost`` and ``deliver`` use that same result."""
     import models.hypervisor as hvmod
     calls = []
     real = hvmod.software_lro
@@ -166,8 +168,9 @@ def test_software_lro_runs_once_per_batch(monkeypatch):
     vs = FakeVswitch()
     rx = HypervisorRx(params(), vs, [FakeVnic(True)])
     batch = [data(45)]
-    rx.cost(batch, is_interrupt=True)
-    rx.deliver(batch)
+    taken = rx.prepare(batch, None)
+    rx.cost(taken, is_interrupt=True)
+    rx.deliver(taken)
     assert len(calls) == 1 and [b.packets for b in vs.got] == [3]
 
 

@@ -28,7 +28,7 @@ class FakeVnic:
 
     def __init__(self, ctx=None):
         self.batches: list[list[Burst]] = []
-        self.txq = [type("Q", (), {"backend": ctx})()]
+        self.net_context = ctx
 
     def deliver(self, batch):
         self.batches.append(batch)
@@ -55,7 +55,8 @@ def test_default_mode_makes_every_copy_in_the_receiving_context():
     batch = [datagrams(4, seq=0), datagrams(3, seq=4)]
     # cost charged in the receiving context: per member, copy + backend for all 7 packets
     per_member = COPY.cycles(7, 7 * 800) + BACKEND.cycles(7, 7 * 800)
-    assert rep.cycles(batch) == pytest.approx(5 * per_member)
+    assert sum(rep.terms(batch).values()) == pytest.approx(5 * per_member)
+    assert rep.terms(batch)["backend_rx"] == pytest.approx(5 * BACKEND.cycles(7, 7 * 800))
     rep.deliver(batch)
     assert rep.copies == 5 * 7                      # copies = receivers x packets
     for port, v in enumerate(vnics):                # one delivery per receiver per pass
@@ -65,7 +66,7 @@ def test_default_mode_makes_every_copy_in_the_receiving_context():
 
 def test_split_mode_hands_off_in_one_context_and_copies_in_each_members_own():
     env, stats = simpy.Environment(), Stats()
-    cpu = Cpu(env, CpuParams(1, 4, 1e9))
+    cpu = Cpu(env, CpuParams(1, 4, 1e9, context_switch_cycles=0.0, jitter_cv=0.0))
     ctxs = [Context(env, f"vm{i}.net", cpu.core(i), rng=np.random.default_rng(0))
             for i in range(3)]
     rep = Replicator("vs.mcast", ReplicationParams(split_rx_mode=True, copy=COPY,
@@ -74,7 +75,7 @@ def test_split_mode_hands_off_in_one_context_and_copies_in_each_members_own():
     for port, v in enumerate(vnics):
         rep.join(group_dst(0), port, v)
     batch = [datagrams(4)]
-    assert rep.cycles(batch) == pytest.approx(3 * HANDOFF.cycles(4, 0))
+    assert rep.terms(batch) == pytest.approx({"replication": 3 * HANDOFF.cycles(4, 0)})
     rep.deliver(batch)
     assert rep.copies == 3 * 4
     assert all(v.batches == [] for v in vnics)      # the copies wait for their own contexts
@@ -87,7 +88,7 @@ def test_split_mode_hands_off_in_one_context_and_copies_in_each_members_own():
 
 def test_split_queue_drops_what_does_not_fit():
     env, stats = simpy.Environment(), Stats()
-    cpu = Cpu(env, CpuParams(1, 1, 1e9))
+    cpu = Cpu(env, CpuParams(1, 1, 1e9, context_switch_cycles=0.0, jitter_cv=0.0))
     ctx = Context(env, "vm0.net", cpu.core(0), rng=np.random.default_rng(0))
     rep = Replicator("vs.mcast", ReplicationParams(split_rx_mode=True, split_queue_packets=5),
                      stats)

@@ -4,7 +4,7 @@ Exits: tx = per_packet x packets + per_doorbell x doorbells; rx = per_packet x p
 per_interrupt x interrupts; each priced by the hypervisor for the guest's mode (002, DEV-why:
 a VM exit under hardware virtualization, a cheaper binary-translation trap in 32-bit guests).
 
-    guest vCPU --tx_guest_cycles (exits)--> TX ring --backend context--> transmit()
+    guest vCPU --tx_guest_terms (exits)--> TX ring --backend context--> transmit()
     deliver() --> RX ring (queue = flow mod n) --virtual interrupt--> vCPU (q mod vcpus)
 """
 import pytest
@@ -29,7 +29,7 @@ def data(flow: int = 0, frames: int = 1, packets: int | None = None) -> Burst:
 
 def build(mode: str = "hw", vcpus: int = 1, **params):
     env = simpy.Environment()
-    cpu = Cpu(env, CpuParams(1, 8, 1e9))
+    cpu = Cpu(env, CpuParams(1, 8, 1e9, context_switch_cycles=0.0, jitter_cv=0.0))
     ctxs = [Context(env, f"vcpu{k}", cpu.core(k), rng=None) for k in range(vcpus)]
     backend = Context(env, "net", cpu.core(7), rng=None)
     sent: list[Burst] = []
@@ -46,9 +46,9 @@ def test_registry_has_the_three_devices():
 def test_e1000_transmit_pays_one_exit_per_packet_at_the_modes_price(mode, price):
     _, vnic, *_ = build(mode, **E1000)
     # No TSO: a 10-frame send is 10 packets, each writing the tail register once.
-    cycles = vnic.tx_guest_cycles(data(frames=10))
+    terms = vnic.tx_guest_terms(data(frames=10))
     assert vnic.exits == 10
-    assert cycles == 300.0 * 10 + 10 * price
+    assert terms == {"guest_driver_tx": 300.0 * 10, "exits": 10 * price}
 
 
 @pytest.mark.parametrize("mode, price", [("hw", 4000.0), ("bt", 1500.0)])
@@ -64,9 +64,9 @@ def test_e1000_receive_exits_per_packet_and_per_interrupt(mode, price):
 
 
 def test_hw_exits_cost_more_than_bt_traps_for_the_same_packets():
-    hw = build("hw", **E1000)[1].tx_guest_cycles(data(frames=4))
-    bt = build("bt", **E1000)[1].tx_guest_cycles(data(frames=4))
-    assert hw - bt == 4 * (4000.0 - 1500.0)
+    hw = build("hw", **E1000)[1].tx_guest_terms(data(frames=4))
+    bt = build("bt", **E1000)[1].tx_guest_terms(data(frames=4))
+    assert hw["exits"] - bt["exits"] == 4 * (4000.0 - 1500.0)
 
 
 def test_vmxnet2_rings_the_doorbell_only_when_the_backend_is_idle():
@@ -84,8 +84,8 @@ def test_doorbell_is_decided_when_the_burst_is_posted_not_when_its_cost_is_compu
     """Two bursts priced while the backend was idle, posted back to back: the second finds the
     backend polling (started by the first), so only one doorbell (was: one per burst)."""
     env, vnic, (vcpu,), backend, sent = build("hw")
-    vnic.tx_guest_cycles(data())
-    vnic.tx_guest_cycles(data())
+    vnic.tx_guest_terms(data())
+    vnic.tx_guest_terms(data())
     vnic.guest_send(data(), vcpu)
     vnic.guest_send(data(), vcpu)
     env.run()

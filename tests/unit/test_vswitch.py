@@ -38,7 +38,11 @@ def test_local_traffic_is_switched_between_ports():
     nic = NicPort(env, "nic", NicParams(), stats)
     vs = Vswitch("vs", VswitchParams(), nic, stats)
     got = []
-    vs.connect(3, got.extend)
+
+    class Port:  # a vNIC: what the vswitch hands a port
+        deliver = got.extend
+
+    vs.connect(3, Port)
     vs.transmit(tso(7, dst=3))
     assert [(b.seq, b.packets) for b in got] == [(7, 45)]   # as frames, not via the uplink
     env.run(until=1e-3)
@@ -48,7 +52,7 @@ def test_local_traffic_is_switched_between_ports():
 def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_senders_context():
     from models.cpu import Context, Core, CpuParams
 
-    class Vnic:  # the port holds its vNIC's bound deliver
+    class Vnic:  # the port holds its vNIC
         def __init__(self):
             self.got = []
 
@@ -62,8 +66,9 @@ def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_sender
     nic = NicPort(env, "nic", NicParams(), stats)
     vs = Vswitch("vs", VswitchParams(), nic, stats)
     dst = Vnic()
-    vs.connect(3, dst.deliver)
-    sender_net = Context(env, "vm0.net", Core(env, 0, 0, CpuParams(1, 1, 1e9)), rng=None)
+    vs.connect(3, dst)
+    ideal = CpuParams(1, 1, 1e9, context_switch_cycles=0.0, jitter_cv=0.0)
+    sender_net = Context(env, "vm0.net", Core(env, 0, 0, ideal), rng=None)
     vs.transmit(tso(7, dst=3), sender_net)
     assert dst.got == []                       # not before the backend receive work ran
     env.run(until=1e-3)
@@ -77,12 +82,13 @@ def test_only_traffic_leaving_through_the_uplink_pays_encapsulation_and_the_driv
     env, stats = simpy.Environment(), Stats()
     nic = NicPort(env, "nic", NicParams(), stats)
     vs = Vswitch("vs", VswitchParams(vxlan=VxlanParams(enabled=True)), nic, stats)
-    vs.connect(3, lambda batch: None)
-    driver = lambda packets, n_bytes: 7000.0 * packets  # noqa: E731
+    vs.connect(3, object())
+    driver = lambda packets, n_bytes: {"driver_tx": 7000.0 * packets}  # noqa: E731
     local, out = [tso(1, dst=3)], [tso(2, dst=-1)]
     switching = vs.cycles(1, local[0].payload_bytes)
-    assert vs.tx_cycles(local, driver) == switching                # VM to VM: switching only
-    up = vs.tx_cycles(out, driver)
-    assert up == switching + vs.vtep.tx_cycles(1, out[0].payload_bytes) + 7000.0
-    assert vs.tx_cycles(local + out, driver) == pytest.approx(
-        vs.cycles(2, 2 * local[0].payload_bytes) + up - switching)
+    assert vs.tx_terms(local, driver) == {"vswitch": switching}   # VM to VM: switching only
+    up = vs.tx_terms(out, driver)
+    assert up == {"vswitch": switching, "vxlan": vs.vtep.tx_cycles(1, out[0].payload_bytes),
+                  "driver_tx": 7000.0}
+    both = vs.tx_terms(local + out, driver)
+    assert both == pytest.approx({**up, "vswitch": vs.cycles(2, 2 * local[0].payload_bytes)})
