@@ -310,6 +310,11 @@ class Stats:
         self.stages[name] = StageStats(name)
         return self.stages[name]
 
+    def drops(self) -> dict[tuple[str, str], int]:
+        """Cumulative frames dropped, by (stage, reason)."""
+        return {(name, reason): n for name, st in self.stages.items()
+                for reason, n in st.dropped_frames.items()}
+
     def add(self, name: str, value: float = 1.0) -> None:
         self.counters[name] = self.counters.get(name, 0.0) + value
 

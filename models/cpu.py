@@ -149,6 +149,10 @@ class Core:
         since = self._busy_since
         return self.busy_s if since is None else self.busy_s + (self.env.now - since)
 
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters (the recorder differences them over its window)."""
+        return {"busy_s": self.busy_time_s(), "switches": self.switches}
+
 
 class Cpu:
     """All cores of one host, grouped into NUMA nodes (one per socket)."""
@@ -275,6 +279,15 @@ class Context:
     def busy_time_s(self) -> float:
         since = self._busy_since
         return self.busy_s if since is None else self.busy_s + (self.env.now - since)
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters: busy time, tasks, moves, cycles charged, the packets and bytes
+        its tasks declared, and cycles by term as ``term.<name>`` (``models.costs``)."""
+        c = {"busy_s": self.busy_time_s(), "tasks": self.tasks, "moves": self.moves,
+             "cycles": self.cycles, "packets": self.packets, "bytes": self.bytes}
+        for term, cycles in self.term_cycles.items():
+            c[f"term.{term}"] = cycles
+        return c
 
     def _apply_move(self) -> None:
         new, self._move_to = self._move_to, None

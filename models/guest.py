@@ -74,6 +74,10 @@ class StackHost:
         self.udp_sockets: dict = {}  # flow -> a bound UDP socket (``on_data(burst)``)
         self.frames_delivered = 0  # frames that reached this host's stack (for loss ratios)
 
+    def counters(self) -> dict[str, float]:
+        """Cumulative: frames that reached this host's stack (loss ratios divide by them)."""
+        return {"frames_delivered": self.frames_delivered}
+
     # -- what a subclass provides --------------------------------------------------------
     def app_context(self, flow: int) -> Context:
         raise NotImplementedError

@@ -143,6 +143,11 @@ class RxQueue:
     def polls(self) -> int:
         return self.poller.polls
 
+    def counters(self) -> dict[str, float]:
+        """Cumulative: interrupts raised, frames the handler took from the ring."""
+        return {"interrupts": self.coalescer.interrupts,
+                "frames": self.ring.stats.departed_frames}
+
     def receive(self, burst: Burst) -> None:
         accepted = self.ring.offer(burst)
         if accepted is not None and not self.poller.busy:
@@ -345,3 +350,11 @@ class NicPort:
     @property
     def rx_delivered_frames(self) -> int:
         return sum(q.ring.stats.departed_frames for q in self.rx_queues)
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative: what left on the wire (packets: TSO segments count one), what arrived
+        and what the RX handlers took, interrupts."""
+        return {"tx_packets": self.tx_packets, "tx_frames": self.tx_frames,
+                "tx_wire_bytes": self.tx_wire_bytes, "rx_frames": self.rx_frames,
+                "rx_wire_bytes": self.rx_wire_bytes,
+                "rx_delivered_frames": self.rx_delivered_frames, "interrupts": self.interrupts}

@@ -133,6 +133,9 @@ class PcieChannel:
         """Busy time up to now: work booked beyond now is not done yet."""
         return self._busy_s - max(0.0, self.free_at_s - self.env.now)
 
+    def counters(self) -> dict[str, float]:
+        return {"busy_s": self.busy_time_s(), "link_bytes": self.link_bytes}
+
 
 class PcieLink:
     """The link of one card, shared by its ports: ``up`` (card -> host) and ``down``."""
@@ -143,6 +146,10 @@ class PcieLink:
         # PCI-X is one half-duplex bus: both directions queue on the same channel.
         self.down = self.up if params.kind == "pcix" else PcieChannel(env, f"{name}.down",
                                                                       params.link_gbps)
+
+    def channels(self) -> dict[str, PcieChannel]:
+        """The two directions (one bus twice for PCI-X)."""
+        return {"up": self.up, "down": self.down}
 
     def tlp(self, payload_bytes: float) -> float:
         p = self.params

@@ -1,9 +1,12 @@
 """Metric collection: counters snapshotted at the window's edges, turned into tidy tables.
 
-Every model keeps cumulative counters (bytes read, busy seconds, frames, drops). The runner takes
-a snapshot when the warm-up ends and another when the measurement window ends; every metric is
-computed from the difference, so nothing from the warm-up leaks in. Busy time is exact at any
-instant (a task in service is counted up to the snapshot).
+Every component reports its own cumulative counters (``counters()``: busy seconds, tasks,
+cycles by term, frames, bytes, interrupts, exits...), and ``Stats.drops()`` the frames dropped
+by (stage, reason). The runner takes a snapshot when the warm-up ends and another when the
+measurement window ends; every metric is the difference divided by the window, so nothing from
+the warm-up leaks in. Busy time is exact at any instant (a task in service is counted up to the
+snapshot). This module only collects and divides: a snapshot is keyed by (kind, component
+name, counter), and the tables read the components' public names and placement.
 """
 from __future__ import annotations
 
@@ -15,54 +18,50 @@ import pandas as pd
 from models import costs, units
 from sim.builder import Model
 
+Key = tuple  # (kind, component name, counter)
 
-def snapshot(model: Model) -> dict[str, float]:
-    """All cumulative counters of ``model`` at this instant, as a flat dict."""
-    s: dict[str, float] = {}
+
+def _contexts(model: Model):
+    """(host, context) for every context: the host's, then each peer's."""
+    for ctx in model.contexts:
+        yield "host", ctx
+    for peer in model.peers:
+        for ctx in peer.contexts():
+            yield peer.name, ctx
+
+
+def _ports(model: Model):
+    return [*model.nics, *(p.nic for p in model.peers)]
+
+
+def snapshot(model: Model) -> dict[Key, float]:
+    """All cumulative counters of ``model`` at this instant."""
+    s: dict[Key, float] = {}
+
+    def take(kind: str, name, counters: dict) -> None:
+        for key, value in counters.items():
+            s[(kind, name, key)] = value
+
     for flow in model.workload.flows():
-        for key, value in flow.items():
-            if key not in ("flow", "vm"):
-                s[f"flow.{flow['flow']}.{key}"] = value
-    for key, value in model.workload.counters().items():
-        s[f"workload.{key}"] = value
+        take("flow", flow["flow"], {k: v for k, v in flow.items() if k not in ("flow", "vm")})
+    take("workload", "", model.workload.counters())
     for core in model.cpu.cores:
-        s[f"core.{core.index}.busy_s"] = core.busy_time_s()
-        s[f"core.{core.index}.switches"] = core.switches
-    for ctx in [*model.contexts, *(c for peer in model.peers for c in peer.contexts())]:
-        s[f"ctx.{ctx.name}.busy_s"] = ctx.busy_time_s()
-        s[f"ctx.{ctx.name}.tasks"] = ctx.tasks
-        s[f"ctx.{ctx.name}.moves"] = ctx.moves
-        s[f"ctx.{ctx.name}.cycles"] = ctx.cycles
-        s[f"ctx.{ctx.name}.packets"] = ctx.packets
-        s[f"ctx.{ctx.name}.bytes"] = ctx.bytes
-        for term, cycles in ctx.term_cycles.items():
-            s[f"term.{ctx.name}.{term}"] = cycles
+        take("core", core.index, core.counters())
+    for _, ctx in _contexts(model):
+        take("ctx", ctx.name, ctx.counters())
     for card in model.cards:
-        for ch in {"up": card.up, "down": card.down}.values():
-            s[f"pcie.{ch.name}.busy_s"] = ch.busy_time_s()
-            s[f"pcie.{ch.name}.link_bytes"] = ch.link_bytes
-    s["frames_delivered"] = sum(h.frames_delivered for h in [*model.vms, *model.peers])
+        for ch in card.channels().values():
+            take("pcie", ch.name, ch.counters())
+    for host in [*model.vms, *model.peers]:
+        take("stack", host.name, host.counters())
     for port in _ports(model):
-        p = port.name
-        s[f"nic.{p}.tx_packets"] = port.tx_packets
-        s[f"nic.{p}.tx_frames"] = port.tx_frames
-        s[f"nic.{p}.tx_wire_bytes"] = port.tx_wire_bytes
-        s[f"nic.{p}.rx_frames"] = port.rx_frames
-        s[f"nic.{p}.rx_wire_bytes"] = port.rx_wire_bytes
-        s[f"nic.{p}.rx_delivered_frames"] = port.rx_delivered_frames
-        s[f"nic.{p}.interrupts"] = port.interrupts
+        take("nic", port.name, port.counters())
         for q in port.rx_queues:
-            s[f"rxq.{q.name}.interrupts"] = q.coalescer.interrupts
-            s[f"rxq.{q.name}.frames"] = q.ring.stats.departed_frames
+            take("rxq", q.name, q.counters())
     for vnic in model.vnics:
-        s[f"vnic.{vnic.name}.exits"] = vnic.exits
-        s[f"vnic.{vnic.name}.virtual_interrupts"] = vnic.virtual_interrupts
-        s[f"vnic.{vnic.name}.rx_frames"] = vnic.rx_frames
-        s[f"vnic.{vnic.name}.rx_packets"] = vnic.rx_packets
-    for name, st in model.stats.stages.items():
-        s[f"stage.{name}.arrived_frames"] = st.arrived_frames
-        for reason, n in st.dropped_frames.items():
-            s[f"drop.{name}.{reason}"] = n
+        take("vnic", vnic.name, vnic.counters())
+    for (stage, reason), n in model.stats.drops().items():
+        s[("drop", stage, reason)] = n
     return s
 
 
@@ -70,33 +69,36 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     """Summary metrics and tables of one replication's measurement window."""
     d = {k: v - s0.get(k, 0.0) for k, v in s1.items()}
     cfg = model.cfg
+
+    def rate(kind: str, name, key: str) -> float:
+        return d.get((kind, name, key), 0.0) / window_s
+
     flows = _flow_table(model, d, window_s)
     vms = flows.groupby("vm", as_index=False)["goodput_gbps"].sum()
-    vms["vcpu_util_pct"] = [100 * sum(d[f"ctx.{c.name}.busy_s"] for c in vm.vcpus)
+    vms["vcpu_util_pct"] = [100 * sum(d[("ctx", c.name, "busy_s")] for c in vm.vcpus)
                             / (window_s * len(vm.vcpus)) for vm in model.vms]
     cores = pd.DataFrame([{"core": c.index, "numa_node": c.node,
-                           "util_pct": 100 * d[f"core.{c.index}.busy_s"] / window_s,
-                           "switches_per_s": d[f"core.{c.index}.switches"] / window_s}
+                           "util_pct": 100 * d[("core", c.index, "busy_s")] / window_s,
+                           "switches_per_s": rate("core", c.index, "switches")}
                           for c in model.cpu.cores])
     contexts = pd.DataFrame([{"context": c.name, "host": host, "core": c.core.index,
                               "numa_node": c.core.node,
-                              "util_pct": 100 * d[f"ctx.{c.name}.busy_s"] / window_s,
-                              "tasks_per_s": d[f"ctx.{c.name}.tasks"] / window_s,
+                              "util_pct": 100 * d[("ctx", c.name, "busy_s")] / window_s,
+                              "tasks_per_s": rate("ctx", c.name, "tasks"),
                               "remote_cycles_per_s": _remote_cycles(d, c.name) / window_s,
-                              "moves": d[f"ctx.{c.name}.moves"]}
-                             for host, ctxs in (("host", model.contexts),
-                                                *((p.name, p.contexts()) for p in model.peers))
-                             for c in ctxs])
+                              "moves": d[("ctx", c.name, "moves")]}
+                             for host, c in _contexts(model)])
     nics = _nic_table(model, d, window_s)
-    drops = pd.DataFrame([{"place": k.split(".", 1)[1].rsplit(".", 1)[0],
-                           "reason": k.rsplit(".", 1)[1], "frames": v}
-                          for k, v in d.items() if k.startswith("drop.")],
+    drops = pd.DataFrame([{"place": stage, "reason": reason, "frames": v}
+                          for (kind, stage, reason), v in d.items() if kind == "drop"],
                          columns=["place", "reason", "frames"])
     goodput = float(flows["goodput_gbps"].sum())
     host = nics[nics["nic"].isin([n.name for n in model.nics])].sum(numeric_only=True)
     dropped = float(drops["frames"].sum()) if len(drops) else 0.0
-    offered = dropped + d["frames_delivered"]  # every frame is delivered, dropped or in flight
-    busy_cycles = units.s_to_cycles(sum(d[f"core.{c.index}.busy_s"] for c in model.cpu.cores),
+    delivered = sum(v for (kind, _, key), v in d.items()
+                    if kind == "stack" and key == "frames_delivered")
+    offered = dropped + delivered  # every frame is delivered, dropped or in flight
+    busy_cycles = units.s_to_cycles(sum(d[("core", c.index, "busy_s")] for c in model.cpu.cores),
                                     cfg.host.cpu.clock_hz)
     per_vm = vms["goodput_gbps"].to_numpy()
     summary = {
@@ -112,11 +114,9 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
         if (per_vm ** 2).sum() > 0 else float("nan"),
         "per_vm_goodput_std_gbps": float(np.std(per_vm, ddof=1)) if len(per_vm) > 1 else 0.0,
     }
-    queues = pd.DataFrame([{"queue": k.split(".", 1)[1].rsplit(".", 1)[0],
-                            "interrupts_per_s": v / window_s,
-                            "frames_per_s": d[k.rsplit(".", 1)[0] + ".frames"] / window_s}
-                           for k, v in d.items() if k.startswith("rxq.") and
-                           k.endswith(".interrupts")])
+    queues = pd.DataFrame([{"queue": q.name, "interrupts_per_s": rate("rxq", q.name, "interrupts"),
+                            "frames_per_s": rate("rxq", q.name, "frames")}
+                           for port in _ports(model) for q in port.rx_queues])
     pcie = _pcie_table(model, d, window_s)
     vnics = _vnic_table(model, d, window_s)
     summary["exits_per_s"] = float(vnics["exits_per_s"].sum())
@@ -127,7 +127,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
               "rx_queues": queues, "drops": drops, "pcie": pcie, "vnics": vnics,
               "cost_terms": _cost_terms_table(model, d, window_s)}
-    wd = {k[len("workload."):]: v for k, v in d.items() if k.startswith("workload.")}
+    wd = {key: v for (kind, _, key), v in d.items() if kind == "workload"}
     summary.update(model.workload.summary(wd, window_s))
     for name, records in model.workload.tables(wd, window_s).items():
         tables[name] = pd.DataFrame(records)
@@ -140,39 +140,43 @@ def _flow_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     rows = []
     for flow in model.workload.flows():
         f = flow["flow"]
-        n = d.get(f"flow.{f}.rtt_samples", 0)
+        n = d.get(("flow", f, "rtt_samples"), 0)
         rows.append({"flow": f, "vm": flow["vm"],
-                     "goodput_gbps": units.bytes_per_s_to_gbps(d[f"flow.{f}.bytes_read"] / window_s),
-                     "rtt_us": units.s_to_us(d[f"flow.{f}.rtt_sum_s"] / n) if n else float("nan"),
-                     "retransmits": d.get(f"flow.{f}.retransmits", 0),
-                     "timeouts": d.get(f"flow.{f}.timeouts", 0)})
+                     "goodput_gbps": units.bytes_per_s_to_gbps(
+                         d[("flow", f, "bytes_read")] / window_s),
+                     "rtt_us": units.s_to_us(d[("flow", f, "rtt_sum_s")] / n) if n
+                     else float("nan"),
+                     "retransmits": d.get(("flow", f, "retransmits"), 0),
+                     "timeouts": d.get(("flow", f, "timeouts"), 0)})
     return pd.DataFrame(rows)
+
+
+NIC_COUNTERS = ("tx_packets", "tx_frames", "rx_frames", "rx_delivered_frames", "interrupts")
 
 
 def _nic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     rows = []
     for port in _ports(model):
         p = port.name
-        rows.append({"nic": p,
-                     "tx_gbps": units.bytes_per_s_to_gbps(d[f"nic.{p}.tx_wire_bytes"] / window_s),
-                     "rx_gbps": units.bytes_per_s_to_gbps(d[f"nic.{p}.rx_wire_bytes"] / window_s),
-                     "tx_packets_per_s": d[f"nic.{p}.tx_packets"] / window_s,
-                     "tx_frames_per_s": d[f"nic.{p}.tx_frames"] / window_s,
-                     "rx_frames_per_s": d[f"nic.{p}.rx_frames"] / window_s,
-                     "rx_delivered_frames_per_s": d[f"nic.{p}.rx_delivered_frames"] / window_s,
-                     "interrupts_per_s": d[f"nic.{p}.interrupts"] / window_s})
+        row = {"nic": p,
+               "tx_gbps": units.bytes_per_s_to_gbps(d[("nic", p, "tx_wire_bytes")] / window_s),
+               "rx_gbps": units.bytes_per_s_to_gbps(d[("nic", p, "rx_wire_bytes")] / window_s)}
+        row.update({f"{k}_per_s": d[("nic", p, k)] / window_s for k in NIC_COUNTERS})
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+VNIC_COUNTERS = ("exits", "virtual_interrupts", "rx_frames", "rx_packets")
 
 
 def _vnic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     """Per vNIC: exits (register accesses that left the guest), virtual interrupts, and what
     entered the guest: frames and packets (an LRO aggregate is one packet)."""
     rows = [{"vnic": v.name, "model": v.params.model,
-             **{f"{k}_per_s": d[f"vnic.{v.name}.{k}"] / window_s
-                for k in ("exits", "virtual_interrupts", "rx_frames", "rx_packets")}}
+             **{f"{k}_per_s": d[("vnic", v.name, k)] / window_s for k in VNIC_COUNTERS}}
             for v in model.vnics]
-    return pd.DataFrame(rows, columns=["vnic", "model", "exits_per_s", "virtual_interrupts_per_s",
-                                       "rx_frames_per_s", "rx_packets_per_s"])
+    return pd.DataFrame(rows, columns=["vnic", "model",
+                                       *(f"{k}_per_s" for k in VNIC_COUNTERS)])
 
 
 def _pcie_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
@@ -180,30 +184,27 @@ def _pcie_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     both directions are one bus: the rows then repeat the bus's totals."""
     rows = []
     for card in model.cards:
-        for direction, ch in (("up", card.up), ("down", card.down)):
+        for direction, ch in card.channels().items():
             rows.append({"card": card.name, "numa_node": card.node, "direction": direction,
                          "link_gbps": units.bytes_per_s_to_gbps(
-                             d[f"pcie.{ch.name}.link_bytes"] / window_s),
+                             d[("pcie", ch.name, "link_bytes")] / window_s),
                          "capacity_gbps": ch.rate_gbps,
-                         "util_pct": 100 * d[f"pcie.{ch.name}.busy_s"] / window_s})
+                         "util_pct": 100 * d[("pcie", ch.name, "busy_s")] / window_s})
     return pd.DataFrame(rows, columns=["card", "numa_node", "direction", "link_gbps",
                                        "capacity_gbps", "util_pct"])
 
 
-def _ports(model: Model):
-    return [*model.nics, *(p.nic for p in model.peers)]
-
-
 def _mean_rtt_us(d: dict, model: Model) -> float:
     flows = [f["flow"] for f in model.workload.flows()]
-    total = sum(d.get(f"flow.{f}.rtt_sum_s", 0.0) for f in flows)
-    n = sum(d.get(f"flow.{f}.rtt_samples", 0) for f in flows)
+    total = sum(d.get(("flow", f, "rtt_sum_s"), 0.0) for f in flows)
+    n = sum(d.get(("flow", f, "rtt_samples"), 0) for f in flows)
     return units.s_to_us(total / n) if n else float("nan")
 
 
 def _remote_cycles(d: dict, ctx: str) -> float:
     """NUMA penalty cycles of context ``ctx``: its own data's and the RX copy's."""
-    return d.get(f"term.{ctx}.{costs.NUMA}", 0.0) + d.get(f"term.{ctx}.{costs.NUMA_COPY}", 0.0)
+    return (d.get(("ctx", ctx, f"term.{costs.NUMA}"), 0.0)
+            + d.get(("ctx", ctx, f"term.{costs.NUMA_COPY}"), 0.0))
 
 
 COST_TERM_COLUMNS = ["context", "host", "term", "cycles_per_s", "cycles_per_packet",
@@ -215,18 +216,18 @@ def _cost_terms_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     handled (the packets and bytes its tasks declared), and the term's share of the context's
     cycles. The terms of a context add up to its cycles (``models.costs``)."""
     rows = []
-    for host, ctxs in (("host", model.contexts), *((p.name, p.contexts()) for p in model.peers)):
-        for c in ctxs:
-            prefix = f"term.{c.name}."
-            packets, n_bytes = d[f"ctx.{c.name}.packets"], d[f"ctx.{c.name}.bytes"]
-            total = d[f"ctx.{c.name}.cycles"]
-            for key in sorted(k for k in d if k.startswith(prefix)):
-                cycles = d[key]
-                if not cycles:
-                    continue
-                rows.append({"context": c.name, "host": host, "term": key[len(prefix):],
-                             "cycles_per_s": cycles / window_s,
-                             "cycles_per_packet": cycles / packets if packets else math.nan,
-                             "cycles_per_byte": cycles / n_bytes if n_bytes else math.nan,
-                             "share_pct": 100 * cycles / total if total else math.nan})
+    for host, c in _contexts(model):
+        packets, n_bytes = d[("ctx", c.name, "packets")], d[("ctx", c.name, "bytes")]
+        total = d[("ctx", c.name, "cycles")]
+        terms = sorted(key for kind, name, key in d if kind == "ctx" and name == c.name
+                       and key.startswith("term."))
+        for key in terms:
+            cycles = d[("ctx", c.name, key)]
+            if not cycles:
+                continue
+            rows.append({"context": c.name, "host": host, "term": key[len("term."):],
+                         "cycles_per_s": cycles / window_s,
+                         "cycles_per_packet": cycles / packets if packets else math.nan,
+                         "cycles_per_byte": cycles / n_bytes if n_bytes else math.nan,
+                         "share_pct": 100 * cycles / total if total else math.nan})
     return pd.DataFrame(rows, columns=COST_TERM_COLUMNS)

@@ -169,6 +169,12 @@ class VirtualNic:
         aggregates."""
         self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
 
+    def counters(self) -> dict[str, float]:
+        """Cumulative: register accesses that left the guest, virtual interrupts, and what
+        entered the guest (frames; packets: an LRO aggregate counts one)."""
+        return {"exits": self.exits, "virtual_interrupts": self.virtual_interrupts,
+                "rx_frames": self.rx_frames, "rx_packets": self.rx_packets}
+
     # -- capabilities -----------------------------------------------------------------------
     @property
     def tso(self) -> bool:
