@@ -76,6 +76,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq
 
 from models import units
 from models.vxlan import inner_mtu_bytes
@@ -136,20 +137,34 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
         if not active.any():
             raise ValueError("unbounded flows: some flow crosses no constraint")
 
-        def feasible(t: float) -> bool:
+        def excess(t: float) -> float:
+            """The fullest active constraint's load / capacity - 1 at level ``t``."""
             nonlocal evals
             evals += 1
-            return bool(np.all(loads(at(t))[active] <= cap[active]))
+            return float(np.max(loads(at(t))[active] / cap[active])) - 1
 
-        lo, hi = level, max(level * 2, 1.0)
-        while feasible(hi):
-            lo, hi = hi, hi * 2
-            if hi > 1e18:
-                raise ValueError("unbounded flows: some flow crosses no constraint")
-        while hi - lo > rel_tol * hi:
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
-        level = lo
+        # Bracket the level, starting from the linear extrapolation of a unit step, then
+        # Brent's method on the (monotone, piecewise smooth) excess.
+        lo = level
+        e_lo = excess(lo)
+        step = max(level, 1.0)
+        e_step = excess(lo + step)
+        if e_step < 0:
+            slope = (e_step - e_lo) / step
+            hi = lo + (-e_lo / slope if slope > 0 else step) * 1.5 + step
+            while excess(hi) < 0:
+                hi = hi * 2
+                if hi > 1e18:
+                    raise ValueError("unbounded flows: some flow crosses no constraint")
+        else:
+            hi = lo + step
+        if e_lo >= 0:
+            hi = lo
+        else:
+            hi = brentq(excess, lo, hi, xtol=rel_tol * hi * 1e-2, rtol=rel_tol * 1e-2)
+            while excess(hi) > 0:   # stay feasible
+                hi *= 1 - rel_tol
+        level = hi
         ld = loads(at(level))
         ratio = np.where(active, ld / cap, -1.0)
         full = np.flatnonzero(ratio >= 1 - 1e-5)
