@@ -3,10 +3,15 @@
 ``run`` checks every override combination against the schema before Hydra starts, so bad input
 gives one line naming the key, the value and what is allowed, and exit status 2; then Hydra
 composes the config (``--multirun`` sweeps, ``hydra.run.dir=...``) and calls ``run(cfg)``.
+Before anything runs it also checks the options, that a sweep has ``--multirun`` and at least
+one job, and that the output directory can be created and written. Ctrl-C prints one line and
+exits 130; output into a closed pipe (``| head``) ends quietly with 141.
 """
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import hydra
@@ -16,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import sim.compose  # noqa: F401  (registers the config resolvers before Hydra composes)
 from sim.config import Config, ConfigError, to_config
-from sim.results import format_summary, write
+from sim.results import begin, format_summary, write
 from sim.runner import run_experiment
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
@@ -24,20 +29,52 @@ USAGE = """usage: python -m sim <command> [overrides...]
 
 commands:
   run [key=value ...] [--multirun] [--help]   run an experiment (default: e35_tx_single_vm)
-  list                                        list the experiments with a line each
+  list [--verbose]                            list the experiments, a line each (* default)
   path [key=value ...] [--flow N] [--all]    the data path of a flow: hops and priced terms
   bench [--scenarios S1,RR] [--no-series] ... speed benchmark (python -m sim bench --help)
 """
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+
+
+def _quiet_stdout() -> None:
+    """The reader went away (``| head``): send what is still buffered nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _print(text: str) -> None:
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        raise SystemExit(141) from None
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "list":
-        return list_experiments()
+        if set(rest) - {"-v", "--verbose"}:
+            return fail(f"unknown option {sorted(set(rest) - {'-v', '--verbose'})[0]!r} for "
+                        f"list: allowed --verbose")
+        return list_experiments(verbose=bool(rest))
     if cmd == "run":
         return run_cli(rest)
     if cmd == "path":
@@ -53,10 +90,29 @@ def fail(message: str) -> int:
     return 2
 
 
-def list_experiments() -> int:
+LIST_WIDTH = 100
+
+
+def default_experiment() -> str:
+    """The experiment ``configs/config.yaml``'s defaults list picks."""
+    defaults = (yaml.safe_load(Path(CONFIG_DIR, "config.yaml").read_text()) or {})["defaults"]
+    return next(d["experiment"] for d in defaults if isinstance(d, dict) and "experiment" in d)
+
+
+def list_experiments(verbose: bool = False) -> int:
+    """One line per experiment, cut to ``LIST_WIDTH`` characters (``verbose``: whole), the
+    default marked ``*``."""
+    default = default_experiment()
+    lines = []
     for path in sorted(Path(CONFIG_DIR, "experiment").glob("*.yaml")):
         meta = (yaml.safe_load(path.read_text()) or {}).get("meta", {})
-        print(f"{path.stem:<28} {meta.get('description', '')}")
+        mark = "*" if path.stem == default else " "
+        line = f"{path.stem:<26}{mark} {' '.join(str(meta.get('description', '')).split())}"
+        if not verbose and len(line) > LIST_WIDTH:
+            line = line[:LIST_WIDTH - 3].rstrip() + "..."
+        lines.append(line)
+    lines.append("* the default (python -m sim run); python -m sim list --verbose: whole lines")
+    _print("\n".join(lines))
     return 0
 
 
@@ -102,19 +158,99 @@ def compose_config(overrides: list[str]) -> Config:
     return compose_checked(CONFIG_DIR, overrides)
 
 
+# Hydra's options: those that show something (passed through as they are), the switches a run
+# takes, and those that point Hydra at other configs (the pre-check reads configs/ only).
+SHOW_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-c", "--version",
+              "--shell-completion", "-sc")
+RUN_SWITCHES = ("--multirun", "-m", "--run", "-r")
+CONFIG_NAME = ("--config-name", "-cn")
+OTHER_CONFIGS = ("--config-path", "-cp", "--config-dir", "-cd", "--experimental-rerun")
+
+
 def run_cli(args: list[str]) -> int:
-    if not any(a in ("-h", "--help", "--hydra-help", "--info", "--cfg") or a.startswith("--cfg")
-               for a in args):
-        from sim.compose import check_overrides
-        flags = [a for a in args if a.startswith("-")]
-        try:
-            args = [*check_overrides(CONFIG_DIR, [a for a in args if not a.startswith("-")]),
-                    *flags]
-        except ConfigError as exc:
-            return fail(str(exc))
-    sys.argv = ["python -m sim run", *args]
+    if any(a.partition("=")[0] in SHOW_FLAGS for a in args):
+        sys.argv = ["python -m sim run", *args]
+        _hydra_main()
+        return 0
+    from sim.compose import check_overrides
+    try:
+        flags, overrides = _split_run_args(args)
+        multirun = any(f in ("--multirun", "-m") for f in flags)
+        if not multirun:
+            _check_single(overrides)
+        overrides = check_overrides(CONFIG_DIR, overrides)
+        _check_out_dir(overrides, multirun)
+    except ConfigError as exc:
+        return fail(str(exc))
+    sys.argv = ["python -m sim run", *overrides, *flags]
     _hydra_main()
     return 0
+
+
+def _split_run_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """(Hydra options, overrides); an option this CLI does not take is a ConfigError."""
+    flags, overrides, i = [], [], 0
+    names = sorted(p.stem for p in Path(CONFIG_DIR).glob("*.yaml"))
+    while i < len(args):
+        a = args[i]
+        opt, eq, value = a.partition("=")
+        if a in RUN_SWITCHES:
+            flags.append(a)
+        elif opt in CONFIG_NAME:
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            if value not in names:
+                raise ConfigError(f"{opt}={value!r}: unknown config; allowed: {', '.join(names)}")
+            flags.append(f"--config-name={value}")
+        elif opt in OTHER_CONFIGS:
+            raise ConfigError(f"{opt}: not supported by python -m sim run (the configs are "
+                              f"{CONFIG_DIR}; change them with overrides KEY=VALUE)")
+        elif a.startswith("-"):
+            raise ConfigError(f"unknown option {a!r} for run; allowed: --multirun, --help, "
+                              f"--cfg job, --info, --config-name config")
+        else:
+            overrides.append(a)
+        i += 1
+    return flags, overrides
+
+
+def _check_single(overrides: list[str]) -> None:
+    """A sweep (``a=1,2``, ``range(...)``, ``choice(...)``) without ``--multirun``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    for o in overrides:
+        try:
+            parsed = OverridesParser.create().parse_overrides([o])[0]
+        except Exception:  # check_overrides reports it with the parser's reason
+            continue
+        if parsed.is_sweep_override():
+            raise ConfigError(f"{o}: must be one value without --multirun (a comma list, range() "
+                              f"or choice() is a sweep: python -m sim run --multirun {o})")
+
+
+def _check_out_dir(overrides: list[str], multirun: bool) -> None:
+    """The run (or sweep) directory can be created and written, before anything runs. A path
+    with interpolations (``${now:...}``) is checked up to its first one."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    value = None
+    for o in overrides:
+        k, _, v = o.partition("=")
+        if k.lstrip("+") == key:
+            value = v
+    if value is None:
+        hydra_cfg = (yaml.safe_load(Path(CONFIG_DIR, "config.yaml").read_text()) or {})["hydra"]
+        value = hydra_cfg["sweep" if multirun else "run"]["dir"]
+    static = value.split("${")[0]
+    probe = Path(static if "${" not in value else (static.rpartition("/")[0] or "."))
+    try:
+        probe.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        where = f": {exc.filename}" if exc.filename else ""
+        raise ConfigError(f"{key}={value!r}: must be a directory that can be created and "
+                          f"written ({reason}{where})") from None
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
@@ -130,9 +266,17 @@ def run(cfg: DictConfig):
         config = to_config(container)
     except ConfigError as exc:
         sys.exit(fail(str(exc)))
-    results = run_experiment(config, progress=sys.stderr.isatty())
     out_dir = HydraConfig.get().runtime.output_dir
-    path = write(results, out_dir)
-    print(format_summary(results))
-    print(f"results: {path}")
+    try:
+        begin(out_dir)
+    except OSError as exc:
+        sys.exit(fail(f"hydra.run.dir={out_dir!r}: must be a directory that can be created and "
+                      f"written ({exc.strerror or type(exc).__name__})"))
+    results = run_experiment(config, progress=sys.stderr.isatty())
+    try:
+        path = write(results, out_dir)
+    except OSError as exc:
+        sys.exit(fail(f"hydra.run.dir={out_dir!r}: cannot write the results "
+                      f"({exc.strerror or type(exc).__name__}: {exc.filename})"))
+    _print(f"{format_summary(results)}\nresults: {path}")
     return results

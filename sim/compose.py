@@ -2,12 +2,15 @@
 
 ``check_overrides`` expands sweeps (``a=1,2``) the way Hydra's basic sweeper does and composes
 and validates every combination, turning Hydra's multi-line errors into one ``ConfigError`` line
-naming the key, the value and what is allowed. It also registers the ``mul`` resolver the
-experiment files use for counts that follow another key (``vms: ${mul:2,${host.nic_ports}}``).
+naming the key, the value and what is allowed; an empty sweep, a deletion (``~nic``) and an
+interpolation (``${oc.env:HOME}``) in a user's override are refused the same way. It also
+registers the ``mul`` resolver the experiment files use for counts that follow another key
+(``vms: ${mul:2,${host.nic_ports}}``) and ``pid`` (run directories, ``configs/config.yaml``).
 """
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -30,6 +33,8 @@ def _mul(*factors):
 
 if not OmegaConf.has_resolver("mul"):
     OmegaConf.register_new_resolver("mul", _mul)
+if not OmegaConf.has_resolver("pid"):  # ``${pid:}``: run directories of concurrent runs differ
+    OmegaConf.register_new_resolver("pid", os.getpid)
 
 
 def _groups(config_dir: str) -> dict[str, list[str]]:
@@ -44,6 +49,7 @@ def compose_dict(config_dir: str, overrides: list[str], unknown: list[str] | Non
     validator reports it with the keys that are allowed there.
     """
     overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    _check_user_overrides(config_dir, overrides)
     _check_groups(config_dir, overrides)
     unknown = [] if unknown is None else unknown
     while True:
@@ -56,7 +62,10 @@ def compose_dict(config_dir: str, overrides: list[str], unknown: list[str] | Non
                 raise ConfigError(_first_line(exc)) from None
             overrides.remove(bad)
             unknown.append(bad)
-    out = OmegaConf.to_container(cfg, resolve=True)
+    try:
+        out = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as exc:  # an interpolation that fails (unknown key or resolver)
+        raise ConfigError(f"cannot resolve the config: {_first_line(exc)}") from None
     for o in unknown:
         key, _, value = o.lstrip("+~").partition("=")
         node, *_ = out, None
@@ -84,12 +93,25 @@ def compose_checked(config_dir: str, overrides: list[str]) -> Config:
 def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
     """Validate every combination a (multi)run would compose; return the overrides to hand to
     Hydra, with ``+`` before keys the schema has but the YAML files leave at their default."""
+    _check_user_overrides(config_dir, overrides)
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as exc:
         raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    for o, p in zip(overrides, parsed):
+        try:
+            empty = p.is_sweep_override() and not list(p.sweep_string_iterator())
+        except Exception:  # a sweep the basic sweeper cannot list (interval): Hydra says so
+            empty = False
+        if empty:
+            raise ConfigError(f"{o}: must give at least one value (this sweep has 0 jobs)")
+    try:
+        batches = BasicSweeper.split_arguments(parsed, None)
+    except Exception as exc:  # a sweep the basic sweeper cannot expand (interval, tag)
+        raise ConfigError(f"{' '.join(overrides)}: {_first_line(exc)}; allowed sweeps: a,b,c, "
+                          f"range(start,stop[,step]), choice(a,b)") from None
     appended: set[str] = set()
-    for batch in BasicSweeper.split_arguments(parsed, None):
+    for batch in batches:
         for combo in batch:
             unknown: list[str] = []
             cfg = to_config(compose_dict(config_dir, list(combo), unknown))
@@ -109,6 +131,24 @@ def _check_builds(cfg: Config) -> None:
     except Exception as exc:  # anything else is still this config's doing: one line, not a trace
         raise ConfigError(f"cannot build the model from this config: {type(exc).__name__}: "
                           f"{_first_line(exc)}") from None
+
+
+def _check_user_overrides(config_dir: str, overrides: list[str]) -> None:
+    """What a user's override may not do: delete a group or key (the run would fall back on code
+    defaults), or interpolate (``${oc.env:...}`` reads the environment, a resolver runs code)."""
+    groups = _groups(config_dir)
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~").startswith("hydra"):
+            continue  # Hydra's own settings (hydra.run.dir=outputs/${now:%H}) are not the model's
+        if key.startswith("~"):
+            name = key.lstrip("~")
+            allowed = (f"choose an option instead: {name}=" + ", ".join(groups[name])
+                       if name in groups else "set a value instead: KEY=VALUE")
+            raise ConfigError(f"{o}: must not delete a config group or key; {allowed}")
+        if "${" in value:
+            raise ConfigError(f"{key}={value!r}: must be a value, not an interpolation "
+                              f"(${{...}} is not allowed in overrides)")
 
 
 def _check_groups(config_dir: str, overrides: list[str]) -> None:

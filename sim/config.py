@@ -21,6 +21,7 @@ is ``tests/config/test_provenance.py``'s check. Provenance is metadata: it never
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -45,6 +46,13 @@ class ConfigError(ValueError):
 
 
 PROVENANCE_TAGS = ("source", "derived", "assumed", "fitted")
+
+# Limits that keep a run finite and its model within memory (a bad value would otherwise look
+# like a slow run): simulated seconds per window, cores per host, TCP sessions in all.
+MAX_WINDOW_S = 1000.0
+MAX_SOCKETS = 64
+MAX_CORES = 256
+MAX_SESSIONS = 4096
 
 
 def cost_fields(cls) -> tuple[str, ...]:
@@ -89,8 +97,10 @@ class RunParams:
 
     def __post_init__(self):
         check(self.seed >= 0, "seed", self.seed, ">= 0")
-        check(self.warmup_s >= 0, "warmup_s", self.warmup_s, ">= 0")
-        check(self.measure_s > 0, "measure_s", self.measure_s, "> 0")
+        check(0 <= self.warmup_s <= MAX_WINDOW_S, "warmup_s", self.warmup_s,
+              f"in 0..{MAX_WINDOW_S:g} (simulated seconds)")
+        check(0 < self.measure_s <= MAX_WINDOW_S, "measure_s", self.measure_s,
+              f"> 0 and <= {MAX_WINDOW_S:g} (simulated seconds)")
         check(1 <= self.replications <= 1000, "replications", self.replications, "in 1..1000")
 
 
@@ -118,6 +128,7 @@ class HostParams:
     numa_io_period_ms: float = 10.0
 
     def __post_init__(self):
+        _check_cores(self.cpu, "cpu.")
         check(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
         check(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
                  f"in 0..{self.cpu.n_cores - 1} (the host's cores)")
@@ -153,13 +164,41 @@ class Config:
     workload: WorkloadParams = field(default_factory=WorkloadParams)
 
 
+def _check_cores(cpu: CpuParams, path: str) -> None:
+    """A host of real hardware: at most ``MAX_SOCKETS`` sockets and ``MAX_CORES`` cores."""
+    check(cpu.sockets <= MAX_SOCKETS, f"{path}sockets", cpu.sockets, f"in 1..{MAX_SOCKETS}")
+    most = MAX_CORES // cpu.sockets
+    check(cpu.cores_per_socket <= most, f"{path}cores_per_socket", cpu.cores_per_socket,
+          f"in 1..{most} ({cpu.sockets} sockets: at most {MAX_CORES} cores in all)")
+
+
 def to_config(mapping: Mapping[str, Any], cross_checks: bool = True) -> Config:
     """Validate ``mapping`` against the schema and build the frozen ``Config``
-    (``cross_checks=False``: each field on its own, not the rules between groups)."""
+    (``cross_checks=False``: each field on its own, not the rules between groups).
+
+    ``nic.max_queues`` (each ``configs/nic/*.yaml`` states it: the queues per direction the
+    card has) is a limit, not a model parameter: it is checked here and not kept."""
+    max_queues = None
+    nic = mapping.get("nic") if isinstance(mapping, Mapping) else None
+    if isinstance(nic, Mapping) and "max_queues" in nic:
+        max_queues = _convert(int, nic["max_queues"], "nic.max_queues")
+        if max_queues < 1:
+            raise ConfigError(f"nic.max_queues={max_queues}: must be >= 1")
+        mapping = {**mapping, "nic": {k: v for k, v in nic.items() if k != "max_queues"}}
     cfg = _build(Config, mapping, "")
     if cross_checks:
         _cross_check(cfg)
+        if max_queues is not None:
+            _check_queues(cfg, max_queues)
     return cfg
+
+
+def _check_queues(cfg: Config, max_queues: int) -> None:
+    for key in ("rx_queues", "tx_queues"):
+        n = getattr(cfg.nic, key)
+        if n > max_queues:
+            raise ConfigError(f"nic.{key}={n}: must be in 1..{max_queues} (the queues this NIC "
+                              f"has: nic.max_queues={max_queues})")
 
 
 def _build(cls, mapping: Any, path: str):
@@ -193,12 +232,15 @@ def _convert(tp, value, full: str):
             return value
         raise ConfigError(f"{full}={value!r}: must be true or false")
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value != int(value):
             raise ConfigError(f"{full}={value!r}: must be an integer")
         return int(value)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{full}={value!r}: must be a number")
+        if not math.isfinite(value):
+            raise ConfigError(f"{full}={value!r}: must be a finite number")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -228,6 +270,16 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"workload.multicast.packet_bytes={cfg.workload.multicast.packet_bytes}: "
                           f"must be <= {udp_max} (one frame at the guests' MTU {guest_mtu}: "
                           f"IP fragmentation is not modelled)")
+    sessions = cfg.workload.vms * cfg.workload.sessions_per_vm
+    if sessions > MAX_SESSIONS:
+        raise ConfigError(f"workload.sessions_per_vm={cfg.workload.sessions_per_vm}: must be <= "
+                          f"{MAX_SESSIONS // cfg.workload.vms} with workload.vms="
+                          f"{cfg.workload.vms} (at most {MAX_SESSIONS} sessions in all; "
+                          f"{sessions} would not fit in memory or time)")
+    try:
+        _check_cores(cfg.peer.cpu, "peer.cpu.")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     _check_vxlan_tx_ring(cfg)
     _check_aggregates_fit(cfg)
     _check_hypervisor_features(cfg)

@@ -1,9 +1,18 @@
-"""Result files and the human table: results.json, one CSV per table, a short stdout summary."""
+"""Result files and the human table: results.json, one CSV per table, a short stdout summary.
+
+A run directory holds a complete result or says it does not: ``begin`` puts an ``INCOMPLETE``
+marker in it before the run; ``write`` writes every file into a temporary directory inside it,
+renames them into place with ``results.json`` last, then removes the marker. An interrupted run
+leaves the marker and no ``results.json``.
+"""
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -37,16 +46,39 @@ def to_dict(results: Results) -> dict:
     })
 
 
-def write(results: Results, out_dir: str | Path) -> Path:
-    """Write results.json and <table>.csv into ``out_dir``; returns the JSON path."""
+INCOMPLETE = "INCOMPLETE"
+
+
+def begin(out_dir: str | Path) -> Path:
+    """Mark ``out_dir`` as holding no complete result yet (an earlier ``results.json`` there is
+    removed: the files that follow are this run's); returns the marker's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    path.write_text(json.dumps(to_dict(results), indent=1))
-    for name, table in results.tables.items():
-        table.to_csv(out / f"{name}.csv", index=False)
-    summary_table(results).to_csv(out / "summary.csv", index=False)
-    return path
+    marker = out / INCOMPLETE
+    marker.write_text("this run has not finished: the files here are not a complete result\n")
+    (out / "results.json").unlink(missing_ok=True)
+    return marker
+
+
+def write(results: Results, out_dir: str | Path) -> Path:
+    """Write results.json and <table>.csv into ``out_dir``, each written whole under a
+    temporary name and renamed into place, ``results.json`` last; then remove the
+    ``INCOMPLETE`` marker. Returns the JSON path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    try:
+        for name, table in results.tables.items():
+            table.to_csv(tmp / f"{name}.csv", index=False)
+        summary_table(results).to_csv(tmp / "summary.csv", index=False)
+        (tmp / "results.json").write_text(json.dumps(to_dict(results), indent=1))
+        for name in [*sorted(p.name for p in tmp.iterdir() if p.name != "results.json"),
+                     "results.json"]:
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    (out / INCOMPLETE).unlink(missing_ok=True)
+    return out / "results.json"
 
 
 def _keys(results: Results) -> list[str]:
