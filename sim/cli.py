@@ -31,6 +31,7 @@ commands:
   run [key=value ...] [--multirun] [--help]   run an experiment (default: e35_tx_single_vm)
   list [--verbose]                            list the experiments, a line each (* default)
   path [key=value ...] [--flow N] [--all]    the data path of a flow: hops and priced terms
+  compare [key=value ...]                     the DES and the fluid engine side by side
   bench [--scenarios S1,RR] [--no-series] ... speed benchmark (python -m sim bench --help)
 """
 
@@ -79,10 +80,13 @@ def _main(argv: list[str] | None = None) -> int:
         return run_cli(rest)
     if cmd == "path":
         return path_cli(rest)
+    if cmd == "compare":
+        return compare_cli(rest)
     if cmd == "bench":
         from sim.bench import main as bench_main
         return bench_main(rest)
-    return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, bench")
+    return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, compare, "
+                f"bench")
 
 
 def fail(message: str) -> int:
@@ -113,6 +117,28 @@ def list_experiments(verbose: bool = False) -> int:
         lines.append(line)
     lines.append("* the default (python -m sim run); python -m sim list --verbose: whole lines")
     _print("\n".join(lines))
+    return 0
+
+
+def compare_cli(args: list[str]) -> int:
+    """``python -m sim compare [overrides]``: the DES (``run.measure_s``, ``run.replications``)
+    and the fluid engine on one config, metric by metric, with relative differences."""
+    bad = [a for a in args if a.startswith("-")]
+    if bad:
+        return fail(f"unknown option {bad[0]!r} for compare: allowed key=value overrides")
+    from dataclasses import replace
+    from sim import fluid
+    try:
+        cfg = compose_config(args)
+        fluid_cfg = replace(cfg, run=replace(cfg.run, engine="fluid"))
+        from sim.config import _cross_check
+        _cross_check(fluid_cfg)
+    except ConfigError as exc:
+        return fail(str(exc))
+    des = run_experiment(replace(cfg, run=replace(cfg.run, engine="des"))).summary
+    table = fluid.compare(cfg, des_summary=des)
+    _print(f"{cfg.meta.name}: DES ({cfg.run.replications} x {cfg.run.measure_s} s) vs fluid\n"
+           + table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     return 0
 
 

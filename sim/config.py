@@ -88,14 +88,22 @@ class MetaParams:
     source: str = "E35-tx-std"  # the claim ids or study this experiment reproduces
 
 
+ENGINES = ("des", "fluid")
+FLUID_KINDS = ("tcp_stream", "http")  # what sim/fluid.py solves
+
+
 @dataclass(frozen=True)
 class RunParams:
     seed: int = 1
     warmup_s: float = 0.1
     measure_s: float = 0.5
     replications: int = 3
+    # des: bursts through SimPy (loss, latency, transients); fluid: the steady state solved
+    # from the same declared path (sim/fluid.py; TCP_STREAM only so far)
+    engine: str = "des"
 
     def __post_init__(self):
+        check(self.engine in ENGINES, "engine", self.engine, f"one of {ENGINES}")
         check(self.seed >= 0, "seed", self.seed, ">= 0")
         check(0 <= self.warmup_s <= MAX_WINDOW_S, "warmup_s", self.warmup_s,
               f"in 0..{MAX_WINDOW_S:g} (simulated seconds)")
@@ -256,6 +264,10 @@ def _convert(tp, value, full: str):
 
 
 def _cross_check(cfg: Config) -> None:
+    if cfg.run.engine == "fluid" and cfg.workload.kind not in FLUID_KINDS:
+        raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
+                          f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
+                          f"(or run.engine=des)")
     mtu = cfg.nic.link.mtu_bytes
     mss = units.mss_bytes(mtu, cfg.tcp.timestamps)
     if cfg.workload.socket_bytes < mss:

@@ -83,7 +83,8 @@ def write(results: Results, out_dir: str | Path) -> Path:
 
 def _keys(results: Results) -> list[str]:
     """The common metrics, then whatever the workload kind adds (multicast loss, objects/s)."""
-    return [*SUMMARY_KEYS, *(k for k in results.summary if k not in SUMMARY_KEYS)]
+    return [*(k for k in SUMMARY_KEYS if k in results.summary),
+            *(k for k in results.summary if k not in SUMMARY_KEYS)]
 
 
 def summary_table(results: Results) -> pd.DataFrame:
@@ -94,10 +95,15 @@ def summary_table(results: Results) -> pd.DataFrame:
 def format_summary(results: Results) -> str:
     cfg = results.config
     lines = [f"{cfg.meta.name}: {cfg.meta.description}",
+             "fluid engine: the steady state, solved (no replications)"
+             if cfg.run.engine == "fluid" else
              f"{cfg.run.replications} replication(s) x {cfg.run.measure_s} s after "
              f"{cfg.run.warmup_s} s warm-up, seed {cfg.run.seed}"]
     for k in _keys(results):
         mean, ci = results.summary[k], results.summary_ci95[k]
+        if isinstance(mean, str):  # a label (the fluid engine's regime)
+            lines.append(f"  {k:<34} {mean:>12}")
+            continue
         ci_s = f" ± {ci:.4g}" if ci is not None and math.isfinite(ci) else ""
         lines.append(f"  {k:<34} {mean:>12.4g}{ci_s}")
     return "\n".join(lines)

@@ -40,6 +40,9 @@ def run_replication(cfg: Config, replication: int) -> tuple[Model, dict, dict]:
 
 
 def run_experiment(cfg: Config, progress: bool = False) -> Results:
+    if cfg.run.engine == "fluid":  # the steady state, solved (no replications, no CIs)
+        from sim import fluid
+        return fluid.solve(cfg)
     per_rep, all_tables = [], {}
     reps = range(cfg.run.replications)
     for r in tqdm(reps, desc=cfg.meta.name, disable=not progress, leave=False):
