@@ -418,11 +418,14 @@ class RingPoller:
     polls again (not an interrupt); an empty ring ends the passes. ``busy`` is True from the
     first pass until the ring is found empty (a producer need not kick, nor ring a doorbell,
     while it is). ``context`` may be set after construction (before the first kick).
+    ``deliver_fn`` may return a callable, run once the next pass is queued: a host's woken
+    applications (``models.guest.StackHost.deliver``), which queue behind the handler's next
+    poll as a woken process runs after the softirq that woke it.
     ``take(batch)``, if given, is what the consumer makes of the claimed bursts before paying
     for them (e.g. LRO merging); cost and delivery see its result, the ring frees what it gave."""
 
     def __init__(self, ring: Ring, context, cost_fn: Callable[[list[Burst], bool], tuple],
-                 deliver_fn: Callable[[list[Burst]], None],
+                 deliver_fn: Callable[[list[Burst]], Callable[[], None] | None],
                  take: Callable[[list[Burst]], list[Burst]] | None = None):
         self.ring, self.context, self.cost_fn, self.deliver_fn = ring, context, cost_fn, deliver_fn
         self.take = take
@@ -448,5 +451,7 @@ class RingPoller:
 
     def _done(self, batch: list[Burst], taken: list[Burst]) -> None:
         self.ring.release(batch)
-        self.deliver_fn(taken)
+        after = self.deliver_fn(taken)
         self._poll(is_interrupt=False)
+        if after is not None:
+            after()

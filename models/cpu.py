@@ -7,21 +7,26 @@ cycles / clock x jitter, where cycles = the task's work + its NUMA penalty + a w
 A task is one timeout whose callback completes it: it credits the context's counters, hands the
 core on, takes the context's next task and calls the submitter back at the completion instant
 (``then``: no other event; ``execute`` returns an event that succeeds then, for generator
-callers). Each core runs one task at a time: a context that finds its core running another
-context's task books the core and waits in the core's FIFO booking queue (FIFO by the instant
-of asking, ties in call order); when the task ends the core passes at once to the first booked
-context, and the finishing context's next task queues behind it, so contexts that share a core
-alternate. When a core switches from one context to another it pays ``context_switch_cycles``
-(world switch plus cache refill): the cost that grows with consolidation. A context that is
-the only one on its core pays none and needs no arbitration.
+callers; ``charge``: work nobody waits for, e.g. a doorbell's exit, booked without an event
+when the context has its core to itself: the context and the core are busy until it ends and
+their next task starts then, its cycles credited when booked). Each core runs one task at a
+time: a context that finds its core running another context's task books the core and waits
+in the core's FIFO booking queue (FIFO by the instant of asking, ties in call order); when the
+task ends the core passes at once to the first booked context, and the finishing context's
+next task queues behind it, so contexts that share a core alternate (on a shared core a charge
+is an ordinary task, so that this order stays as it is). When a core switches from one
+context to another it pays ``context_switch_cycles`` (world switch plus cache refill): the cost
+that grows with consolidation. A context that is the only one on its core pays none and needs
+no arbitration.
 
 Cost terms: a task's work is ``{term: cycles}`` (``models.costs``) or bare cycles (term
 ``unattributed``); the context adds ``numa`` (the remote penalty), ``world_switch`` and
 ``jitter`` (charged minus nominal cycles). A task's terms, packets, bytes, cycles and NUMA
-penalty are credited together when it completes, so at any instant ``term_cycles`` adds up to
-``cycles``; busy time (``busy_time_s``, per context and per core) counts the task in service up
-to the present instant. Jitter: a gamma variate of mean 1 and CV ``jitter_cv`` per task, from
-the context's own stream, drawn when the task starts (one draw per task, in start order).
+penalty are credited together when it completes (a charge's when it is booked), so at any
+instant ``term_cycles`` adds up to ``cycles``; busy time (``busy_time_s``, per context and per
+core) counts the task in service up to the present instant, and a charge's part already run.
+Jitter: a gamma variate of mean 1 and CV ``jitter_cv`` per task, from the context's own stream,
+drawn when the task starts (one draw per task, a charge's when booked, in start order).
 
 NUMA: sockets are NUMA nodes (``Core.node``). Every context has a *home*: the node (or nodes)
 whose memory its work touches (a NIC's buffers live on the card's node, a VM's memory on the
@@ -125,6 +130,9 @@ class Core:
         self._busy_since: float | None = None
         self._holder: "Context | None" = None  # the context whose task is in service
         self._waiting: deque["Context"] = deque()  # contexts booked for the core, FIFO
+        # The end of the cycles booked here without an event (``Context.charge``): the next
+        # task on this core starts then at the earliest.
+        self._free_at = 0.0
 
     def switch_cycles(self, ctx: "Context") -> float:
         """World-switch cost when ``ctx`` follows a different context on this core."""
@@ -146,8 +154,7 @@ class Core:
 
     def busy_time_s(self) -> float:
         """Busy time so far, including the task in service (exact at any instant)."""
-        since = self._busy_since
-        return self.busy_s if since is None else self.busy_s + (self.env.now - since)
+        return _busy_time(self.busy_s, self._busy_since, self._free_at, self.env.now)
 
     def counters(self) -> dict[str, float]:
         """Cumulative counters (the recorder differences them over its window)."""
@@ -168,6 +175,25 @@ class Cpu:
 
     def node_cores(self, node: int) -> list[Core]:
         return [c for c in self.cores if c.node == node]
+
+
+def _busy_time(busy_s: float, since: float | None, free_at: float, now: float) -> float:
+    """Busy time at ``now`` of a core or context: ``busy_s`` (completed tasks, and charges in
+    full from when they were booked), plus the task in service since ``since`` (which may lie
+    ahead, behind a charge), minus the part of the charges not yet run (they end at
+    ``free_at`` and are contiguous up to it)."""
+    if since is not None and now > since:
+        busy_s += now - since
+    if free_at > now:
+        busy_s -= free_at - now
+    return busy_s
+
+
+def _nothing() -> None:
+    """The callback of a charge that has to wait for its core (an ordinary task)."""
+
+
+_CHARGE = object()  # marks a queued charge (``Context.charge``) in a context's queue
 
 
 class _Completion(Timeout):
@@ -225,6 +251,7 @@ class Context:
         self._callback: Callable[[], None] | None = None
         self._done: simpy.Event | None = None
         self._complete_cb = self._complete
+        self._free_at = 0.0  # the end of this context's last charge (``charge``)
         core.n_contexts += 1
 
     def execute(self, work: "float | Mapping[str, float]", packets: float = 0,
@@ -248,6 +275,20 @@ class Context:
             self._queue.append((work, packets, n_bytes, home, callback, None))
         else:
             self._take(work, packets, n_bytes, home, callback, None)
+
+    def charge(self, work: "float | Mapping[str, float]", packets: float = 0,
+               n_bytes: float = 0, home=None) -> None:
+        """Run ``work`` (see ``execute``) that nobody waits for, without an event: a task in
+        this context's FIFO order whose end is only booked. When the context takes it on a core
+        of its own that is free, the context and the core are busy until it ends
+        (``_free_at``) and whatever task either takes next starts then; its terms, counts and
+        cycles are credited when it is booked (busy time stays exact: ``_busy_time``). On a
+        core shared with other contexts it is an ordinary task (one event), so the core's
+        booking order and the alternation it gives stay those of ``then``."""
+        if self._active:
+            self._queue.append((work, packets, n_bytes, home, _CHARGE, None))
+        else:
+            self._take(work, packets, n_bytes, home, _CHARGE, None)
 
     def remote_penalty_cycles(self, packets: float, n_bytes: float, home=None) -> float:
         """NUMA penalty of touching ``packets``/``n_bytes`` homed on ``home`` (default: this
@@ -277,8 +318,7 @@ class Context:
         return len(self._queue)
 
     def busy_time_s(self) -> float:
-        since = self._busy_since
-        return self.busy_s if since is None else self.busy_s + (self.env.now - since)
+        return _busy_time(self.busy_s, self._busy_since, self._free_at, self.env.now)
 
     def counters(self) -> dict[str, float]:
         """Cumulative counters: busy time, tasks, moves, cycles charged, the packets and bytes
@@ -321,12 +361,19 @@ class Context:
         self._nominal, self._callback, self._done = cycles, callback, done
         self._shared = core.n_contexts != 1
         if core._holder is None:
+            if callback is _CHARGE:
+                if not self._shared:
+                    self._book(core)
+                    return
+                self._callback = _nothing  # a shared core: a plain task (see ``charge``)
             self._start(core)
         else:  # another context's task is in service here: book the core, FIFO
+            if callback is _CHARGE:  # a charge that must wait for the core: a plain task
+                self._callback = _nothing
             core._waiting.append(self)
 
-    def _start(self, core: Core) -> None:
-        """Run the taken task on ``core`` from now: one timeout, ``_complete`` its callback."""
+    def _price(self, core: Core) -> float:
+        """The taken task's world switch (on a shared core) and service time."""
         if self._shared:
             switch = core.switch_cycles(self)
             self._switch = switch
@@ -334,18 +381,47 @@ class Context:
         else:  # a core of its own: no world switch; a context moving in later pays one
             core._last_context = self
             self._switch = 0.0
-        env = self.env
-        clock = core.params.clock_hz
+        dt = self._nominal / core.params.clock_hz
         jitter = self._jitter
-        dt = self._nominal / clock
         if jitter.cv:
             dt *= jitter.next()
         self._dt = dt
-        now = env.now
+        return dt
+
+    def _book(self, core: Core) -> None:
+        """Run the taken charge on ``core`` (free now) without an event: from the end of what
+        is booked on the core or this context, credited at once; then take the next task."""
+        dt = self._price(core)
+        now = self.env.now
+        start = now
+        if core._free_at > start:
+            start = core._free_at
+        if self._free_at > start:
+            start = self._free_at
+        core._free_at = self._free_at = start + dt
+        core.busy_s += dt
+        self.busy_s += dt
+        self._credit(core)
+        self._callback = self._done = self._work = None
+        if self._queue:
+            self._take(*self._queue.popleft())
+        else:
+            self._active = False
+
+    def _start(self, core: Core) -> None:
+        """Run the taken task on ``core`` from now, or from the end of the charges booked on
+        the core or this context: one timeout, ``_complete`` its callback."""
+        dt = self._price(core)
+        env = self.env
+        now = start = env.now
+        if core._free_at > start:
+            start = core._free_at
+        if self._free_at > start:
+            start = self._free_at
         core._holder = self
-        core._busy_since = now
-        self._busy_since = now
-        _Completion(env, dt, self._complete_cb)
+        core._busy_since = start
+        self._busy_since = start
+        _Completion(env, start - now + dt, self._complete_cb)
 
     def _complete(self, _event) -> None:
         """The task ends: credit it, hand the core on, take the next task, call back."""
@@ -356,7 +432,22 @@ class Context:
         core._holder = None
         self.busy_s += now - self._busy_since
         self._busy_since = None
-        # Credit the task's counts and its cycles by term (they add up to ``cycles``).
+        self._credit(core)
+        callback, done = self._callback, self._done
+        self._callback = self._done = self._work = None
+        if core._waiting:  # the core goes to the context that booked it first
+            core._waiting.popleft()._start(core)
+        if done is not None:
+            done.succeed()
+        if self._queue:  # this context takes its next task (behind any booked one)
+            self._take(*self._queue.popleft())
+        else:
+            self._active = False
+        if callback is not None:  # last: it may submit work to this context or any other
+            callback()
+
+    def _credit(self, core: Core) -> None:
+        """Credit the task's counts and its cycles by term (they add up to ``cycles``)."""
         acc = self.term_cycles
         work = self._work
         if work is not None:
@@ -379,18 +470,6 @@ class Context:
             acc[JITTER] = acc.get(JITTER, 0.0) + charged - nominal
         self.cycles += charged
         self.tasks += 1
-        callback, done = self._callback, self._done
-        self._callback = self._done = self._work = None
-        if core._waiting:  # the core goes to the context that booked it first
-            core._waiting.popleft()._start(core)
-        if done is not None:
-            done.succeed()
-        if self._queue:  # this context takes its next task (behind any booked one)
-            self._take(*self._queue.popleft())
-        else:
-            self._active = False
-        if callback is not None:  # last: it may submit work to this context or any other
-            callback()
 
 
 class _JitterStream:

@@ -19,6 +19,7 @@ Units: cycles, bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import simpy
 
@@ -73,6 +74,10 @@ class StackHost:
         self.receivers: dict[int, TcpReceiver] = {}
         self.udp_sockets: dict = {}  # flow -> a bound UDP socket (``on_data(burst)``)
         self.frames_delivered = 0  # frames that reached this host's stack (for loss ratios)
+        # While the stack takes in a delivered batch (``deliver``; a depth), the application
+        # wake-ups it causes are held (``notify``) and handed back to the device's poller.
+        self._delivering = 0
+        self._held_wakeups: list[Callable[[], None]] = []
 
     def counters(self) -> dict[str, float]:
         """Cumulative: frames that reached this host's stack (loss ratios divide by them)."""
@@ -91,6 +96,21 @@ class StackHost:
     def tso(self) -> bool:
         raise NotImplementedError
 
+    # -- application wake-ups ----------------------------------------------------------------
+    def notify(self, wake: Callable[[], None]) -> None:
+        """Run an application wake-up (a blocked writer's or reader's callback, handed over by
+        its socket): at once, except while the stack takes in a delivered batch (``deliver``),
+        which holds it and returns it to its caller."""
+        if self._delivering:
+            self._held_wakeups.append(wake)
+        else:
+            wake()
+
+    def _wake_held(self) -> None:
+        held, self._held_wakeups = self._held_wakeups, []
+        for wake in held:
+            wake()
+
     # -- endpoints ------------------------------------------------------------------------
     def open_sender(self, flow: int, dst: int, *, mss_bytes: int, seg_max_bytes: int,
                     sndbuf_bytes: int, peer_window_bytes: int) -> TcpSender:
@@ -100,7 +120,7 @@ class StackHost:
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
                       sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
                       src=self.endpoint, dst=dst, emit=self._emit,
-                      peer_window_bytes=peer_window_bytes)
+                      peer_window_bytes=peer_window_bytes, notify=self.notify)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s
@@ -110,7 +130,8 @@ class StackHost:
         """``peer_scales``: whether the other end does window scaling (both must)."""
         r = TcpReceiver(self.env, flow, self.tcp, mss_bytes=mss_bytes, rcvbuf_bytes=rcvbuf_bytes,
                         src=self.endpoint, dst=dst, emit=self._emit,
-                        max_window_bytes=self.stack.max_window_bytes(peer_scales))
+                        max_window_bytes=self.stack.max_window_bytes(peer_scales),
+                        notify=self.notify)
         self.receivers[flow] = r
         self.app_context(flow)
         return r
@@ -161,7 +182,15 @@ class StackHost:
             costs.add(terms, costs.STACK_UDP_RX, self.stack.rx_udp.cycles(udp_pk, udp_b, 1))
         return terms
 
-    def deliver(self, batch: list[Burst]) -> None:
+    def deliver(self, batch: list[Burst]) -> Callable[[], None] | None:
+        """Take in a batch the device delivered (its cycles already ran, ``rx_terms``): ACKs to
+        the senders, data to the receivers and UDP sockets, each emitting what it emits (ACK
+        trains, segments: a task each, ``send_down``). Returns the application wake-ups this
+        caused (a callable; None if none) instead of running them: the device's poller
+        (``models.base.RingPoller``) runs them once its next pass is queued, so a woken
+        send()/recv() queues behind the stack's output and the handler's next poll, as a
+        process woken by a softirq runs after it."""
+        self._delivering += 1
         for burst in batch:
             self.frames_delivered += burst.frames
             if burst.piggyback is not None:  # an ACK riding on data (TCP_RR): ACK first
@@ -180,6 +209,10 @@ class StackHost:
                 sock = self.udp_sockets.get(burst.flow)
                 if sock is not None:
                     sock.on_data(burst)
+        self._delivering -= 1
+        if self._delivering or not self._held_wakeups:
+            return None
+        return self._wake_held
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ Modelled:
   (``Burst.piggyback``), as TCP's ACK field does on every segment.
 - RTT: sampled by the sender from the echoed send time of the segment that triggered each ACK
   (the timestamp option), so it is whatever the pipeline's delays make it.
+- The application side: a blocked writer or reader is a callback registered on the socket
+  (``on_space``, ``on_readable``; no SimPy event); when it may go on, the socket hands it to
+  ``notify``: its host (``models.guest.StackHost.notify``) runs it at once, or, while its
+  stack takes in a delivered batch, once the device's poller has queued its next pass.
 Left out: SACK scoreboard beyond the first hole, PAWS, ECN, Nagle/delayed ACK interactions
 beyond the PSH rule; the socket size is the receive window (the send buffer
 holds ``stack.sndbuf_scale`` times it: Linux doubles SO_SNDBUF).
@@ -35,6 +39,11 @@ import simpy
 
 from models import units
 from models.base import ACK, DATA, Burst, check
+
+
+def _call(callback: Callable[[], None]) -> None:
+    """The default ``notify``: run a woken application at once."""
+    callback()
 
 
 @dataclass(frozen=True)
@@ -60,10 +69,12 @@ class TcpSender:
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
                  seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
-                 emit: Callable[[Burst], None], peer_window_bytes: int | None = None):
+                 emit: Callable[[Burst], None], peer_window_bytes: int | None = None,
+                 notify: Callable[[Callable[[], None]], None] | None = None):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
+        self.notify = _call if notify is None else notify  # runs a woken writer
         self.src, self.dst = src, dst
         self.mss, self.seg_max, self.sndbuf, self.tso = mss_bytes, seg_max_bytes, sndbuf_bytes, tso
         self.header_bytes = units.tcp_header_bytes(params.timestamps)
@@ -82,7 +93,7 @@ class TcpSender:
         self.rto_deadline: float | None = None
         self.retransmits = self.timeouts = 0
         self.rtt_sum_s, self.rtt_samples = 0.0, 0
-        self._space_waiter: tuple[int, simpy.Event] | None = None
+        self._space_waiter: tuple[int, Callable[[], None]] | None = None
         # The held ACK of the reverse direction, taken when a data burst leaves (piggy-back).
         self.ack_source: Callable[[], Burst | None] | None = None
         env.process(self._timer())
@@ -95,14 +106,13 @@ class TcpSender:
     def space(self) -> int:
         return self.sndbuf - (self.write_seq - self.snd_una)
 
-    def wait_space(self, n_bytes: int) -> simpy.Event:
-        """An event that fires once ``n_bytes`` fit in the send buffer."""
-        ev = self.env.event()
+    def on_space(self, n_bytes: int, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once ``n_bytes`` fit in the send buffer (at once if they do):
+        the blocked writer, run through ``notify`` (one waiter at a time)."""
         if self.space() >= n_bytes:
-            ev.succeed()
+            callback()
         else:
-            self._space_waiter = (n_bytes, ev)
-        return ev
+            self._space_waiter = (n_bytes, callback)
 
     def write(self, n_bytes: int) -> None:
         assert n_bytes <= self.space()
@@ -191,9 +201,9 @@ class TcpSender:
 
     def _wake_writer(self) -> None:
         if self._space_waiter and self.space() >= self._space_waiter[0]:
-            _, ev = self._space_waiter
+            _, callback = self._space_waiter
             self._space_waiter = None
-            ev.succeed()
+            self.notify(callback)
 
     # -- timers -----------------------------------------------------------------------------
     def _timer(self):
@@ -233,7 +243,8 @@ class TcpReceiver:
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
                  rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None],
-                 max_window_bytes: int | None = None):
+                 max_window_bytes: int | None = None,
+                 notify: Callable[[Callable[[], None]], None] | None = None):
         check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         check(max_window_bytes is None or max_window_bytes >= mss_bytes, "max_window_bytes",
@@ -242,6 +253,7 @@ class TcpReceiver:
             min(rcvbuf_bytes, max_window_bytes)
         self.interactive = False  # hold the ACK of a pushed burst for a piggy-back
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
+        self.notify = _call if notify is None else notify  # runs a woken reader
         self.src, self.dst = src, dst
         self.mss, self.rcvbuf = mss_bytes, rcvbuf_bytes
         self.header_bytes = units.tcp_header_bytes(params.timestamps)
@@ -253,7 +265,7 @@ class TcpReceiver:
         self._delack_gen = 0
         self._last_right_edge = self.max_window
         self._max_right_edge = self.max_window  # the furthest edge ever advertised
-        self._reader: simpy.Event | None = None
+        self._reader: Callable[[], None] | None = None
         self.bytes_read = 0
         # Data received past the furthest right edge ever advertised (a window probe aside):
         # a sender bug if ever > 0 (the conservation tests assert it stays 0).
@@ -345,18 +357,18 @@ class TcpReceiver:
             self._ack(1, dup=False, echo=self._last_echo)
 
     # -- application side -------------------------------------------------------------------
-    def wait_readable(self) -> simpy.Event:
-        ev = self.env.event()
+    def on_readable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once data is readable (at once if it is): the blocked reader,
+        run through ``notify`` (one waiter at a time)."""
         if self.readable > 0:
-            ev.succeed()
+            callback()
         else:
-            self._reader = ev
-        return ev
+            self._reader = callback
 
     def _wake_reader(self) -> None:
         if self._reader is not None and self.readable > 0:
-            ev, self._reader = self._reader, None
-            ev.succeed()
+            callback, self._reader = self._reader, None
+            self.notify(callback)
 
     def read(self, max_bytes: int) -> int:
         """Consume up to ``max_bytes``; sends a window update when the window has opened."""

@@ -38,10 +38,6 @@ from models.cpu import Context
 DEVICES: dict[str, type["VirtualNic"]] = {}  # filled by models.vnic.devices
 
 
-def _nothing() -> None:
-    """A task nobody waits for (the doorbell's exit delays the vCPU's next work only)."""
-
-
 @dataclass(frozen=True)
 class VnicParams:
     """Device costs and counts. ``guest_*`` run on a vCPU, ``backend_*`` on a hypervisor context.
@@ -156,7 +152,7 @@ class VirtualNic:
         for q in self.rxq:
             q.poller = RingPoller(q.ring, q.vcpu, self._rx_pass_cost, self._rx_deliver)
         self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms
-        self.guest_rx_deliver: Callable[[list[Burst]], None] = lambda batch: None
+        self.guest_rx_deliver: Callable[[list[Burst]], object] = lambda batch: None
         self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
         self.exits = 0.0
         self.virtual_interrupts = 0
@@ -254,13 +250,14 @@ class VirtualNic:
     def guest_send(self, burst: Burst, vcpu: Context) -> None:
         """The guest driver on ``vcpu`` posts a burst (after its cycles were paid there).
         A doorbell is rung unless the backend is still polling the queue (decided now, at
-        post time); its exits are charged on ``vcpu`` as a task of their own queued behind
-        the post (the backend is woken at once; the exit delays the vCPU's next work)."""
+        post time); its exits are charged on ``vcpu`` as work nobody waits for
+        (``Context.charge``: no event), in the vCPU's FIFO order behind the post (the backend
+        is woken at once; the exit delays the vCPU's next work)."""
         q = self.tx_queue_of(burst)
         doorbell_exits = self.tx_exits(0, self.tx_doorbells(q))
         if doorbell_exits:
             self.exits += doorbell_exits
-            vcpu.then({costs.EXITS: doorbell_exits * self.exit_cycles}, _nothing)
+            vcpu.charge({costs.EXITS: doorbell_exits * self.exit_cycles})
         if q.ring.offer(burst) is not None:
             q.poller.kick()
 
@@ -308,7 +305,9 @@ class VirtualNic:
         costs.merge(terms, self.guest_rx_cost(batch))
         return terms, packets, n_bytes
 
-    def _rx_deliver(self, batch: list[Burst]) -> None:
+    def _rx_deliver(self, batch: list[Burst]):
+        """Into the guest's stack; returns what it returns (its woken applications, for the
+        poller to run once its next pass is queued)."""
         self.rx_frames += sum(b.frames for b in batch)
         self.rx_packets += sum(b.packets for b in batch)
-        self.guest_rx_deliver(batch)
+        return self.guest_rx_deliver(batch)

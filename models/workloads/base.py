@@ -10,17 +10,23 @@ The kinds are the other modules of this package; ``models.workloads.WORKLOADS`` 
 ``workload.kind`` to its class. This module imports none of them.
 
 The socket calls of the TCP kinds: ``open_connection`` opens one direction of a connection;
-``write_some``/``write`` are send() calls, ``read_some``/``read`` recv() calls. Back-to-back calls
-are one CPU task on the flow's application context (their cycles add up exactly: each call
-pays its fixed cost once, every byte its copy) of at most ``MAX_CALLS_PER_TASK`` calls, which
-keeps the event count independent of the message size for all but tiny messages. The cycles are
-charged as the cost terms ``app_send`` and ``app_recv`` (``models.costs``).
+a ``Writer`` makes send() calls, a ``Reader`` recv() calls. Back-to-back calls are one CPU task
+on the flow's application context (their cycles add up exactly: each call pays its fixed cost
+once, every byte its copy: ``send_terms``, ``recv_terms``) of at most ``MAX_CALLS_PER_TASK``
+calls, which keeps the event count independent of the message size for all but tiny messages.
+The cycles are charged as the cost terms ``app_send`` and ``app_recv`` (``models.costs``).
+Writers and readers are callbacks: a blocked one is registered on its socket (``on_space``,
+``on_readable``) and woken through its host's ``notify`` (once the output of the stack pass
+that woke it and the handler's next poll are queued); its calls run as ``Context.then`` tasks,
+so an application costs no SimPy event beyond its tasks' completions. ``write_some``/``write``/``read_some``/``read`` are
+the same operations as generators (one event per operation) for application loops written as
+SimPy processes.
 Units: bytes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import simpy
@@ -102,61 +108,181 @@ def wake_bytes(tcp: TcpSender) -> int:
 MAX_CALLS_PER_TASK = 64
 
 
+def send_terms(stack, offset: int, n_bytes: int, msg: int) -> dict:
+    """Cycles by term of back-to-back send() calls moving bytes ``offset .. offset + n_bytes``
+    of a stream written in ``msg``-byte messages: a call starts at each multiple of ``msg`` and
+    pays its fixed cost once, every byte its copy (the one call-cost rule)."""
+    calls = _starts(offset + n_bytes, msg) - _starts(offset, msg)
+    return {costs.APP_SEND: stack.send_call.cycles(0, n_bytes, calls)}
+
+
+def recv_terms(stack, n_bytes: int, msg: int) -> dict:
+    """Cycles by term of recv() calls of up to ``msg`` bytes taking ``n_bytes``."""
+    return {costs.APP_RECV: stack.recv_call.cycles(0, n_bytes, -(-n_bytes // msg))}
+
+
+class Writer:
+    """A writer's send() calls on one socket, as callbacks (no SimPy event, no process): it
+    waits for send-buffer space as a callback registered on the socket (``TcpSender.on_space``)
+    and runs its calls as tasks on the flow's application context (``Context.then``)."""
+
+    __slots__ = ("host", "tcp", "msg", "ctx", "_want", "_offset", "_done_cb", "_target",
+                 "_done", "_n", "_woken_cb", "_after_cb")
+
+    def __init__(self, host: StackHost, tcp: TcpSender, msg: int):
+        self.host, self.tcp, self.msg = host, tcp, msg
+        self.ctx = host.app_context(tcp.flow)
+        self._want: int | None = None
+        self._offset = self._target = self._done = self._n = 0
+        self._done_cb: Callable[[int], None] | None = None
+        self._woken_cb, self._after_cb = self._woken, self._after
+
+    def write_some(self, want: int | None, offset: int, need: int,
+                   done: Callable[[int], None]) -> None:
+        """One wake-up of the writer: once ``need`` bytes are free, back-to-back send() calls
+        of up to ``msg`` bytes covering ``min(free space, want)`` (``want`` None: all the free
+        space), in tasks of at most ``MAX_CALLS_PER_TASK`` calls; then ``done(bytes written)``.
+        ``offset`` is the writer's position in its stream (``send_terms``)."""
+        self._want, self._offset, self._done_cb = want, offset, done
+        self.tcp.on_space(need, self._woken_cb)
+
+    def write(self, n_bytes: int, wake: int | None, done: Callable[[int], None]) -> None:
+        """send() calls until ``n_bytes`` are in the send buffer, then ``done(n_bytes)``: one
+        wake-up at a time, the writer waking at ``wake`` free bytes (None: ``wake_bytes``) or
+        when the rest fits. ``msg = n_bytes`` is one send() call."""
+        wake = wake_bytes(self.tcp) if wake is None else wake
+        written = 0
+
+        def step(n: int) -> None:
+            nonlocal written
+            written += n
+            if written < n_bytes:
+                rest = n_bytes - written
+                self.write_some(rest, written, min(wake, rest), step)
+            else:
+                done(written)
+        step(0)
+
+    def _woken(self) -> None:
+        space = self.tcp.space()
+        self._target = space if self._want is None else min(space, self._want)
+        self._done = 0
+        self._next()
+
+    def _next(self) -> None:
+        n = min(self._target - self._done, self.tcp.space(), MAX_CALLS_PER_TASK * self.msg)
+        if n <= 0:
+            self._finish()
+            return
+        self._n = n
+        self.ctx.then(send_terms(self.host.stack, self._offset + self._done, n, self.msg),
+                      self._after_cb, n_bytes=n)  # n: bytes copied (NUMA)
+
+    def _after(self) -> None:
+        n = self._n
+        self.tcp.write(n)
+        self._done += n
+        if self._done < self._target:
+            self._next()
+        else:
+            self._finish()
+
+    def _finish(self) -> None:
+        done, self._done_cb = self._done_cb, None
+        done(self._done)
+
+
+class Reader:
+    """A reader's recv() calls on one socket, as callbacks: it waits for data as a callback
+    registered on the socket (``TcpReceiver.on_readable``) and runs its calls as tasks on the
+    flow's application context."""
+
+    __slots__ = ("host", "tcp", "msg", "ctx", "_want", "_done_cb", "_target", "_got", "_n",
+                 "_woken_cb", "_after_cb")
+
+    def __init__(self, host: StackHost, tcp: TcpReceiver, msg: int):
+        self.host, self.tcp, self.msg = host, tcp, msg
+        self.ctx = host.app_context(tcp.flow)
+        self._want: int | None = None
+        self._target = self._got = self._n = 0
+        self._done_cb: Callable[[int], None] | None = None
+        self._woken_cb, self._after_cb = self._woken, self._after
+
+    def read_some(self, want: int | None, done: Callable[[int], None]) -> None:
+        """One wake-up of the reader: once data is readable, recv() calls of up to ``msg``
+        bytes taking ``min(readable, want)`` (``want`` None: everything readable), in tasks of
+        at most ``MAX_CALLS_PER_TASK`` calls; then ``done(bytes read)``."""
+        self._want, self._done_cb = want, done
+        self.tcp.on_readable(self._woken_cb)
+
+    def read(self, n_bytes: int, done: Callable[[int], None]) -> None:
+        """recv() calls until ``n_bytes`` have been read, then ``done(n_bytes)``."""
+        got = 0
+
+        def step(n: int) -> None:
+            nonlocal got
+            got += n
+            if got < n_bytes:
+                self.read_some(n_bytes - got, step)
+            else:
+                done(got)
+        step(0)
+
+    def _woken(self) -> None:
+        readable = self.tcp.readable
+        self._target = readable if self._want is None else min(readable, self._want)
+        self._got = 0
+        self._next()
+
+    def _next(self) -> None:
+        n = min(self._target - self._got, MAX_CALLS_PER_TASK * self.msg)
+        if n <= 0:
+            self._finish()
+            return
+        self._n = n
+        self.ctx.then(recv_terms(self.host.stack, n, self.msg), self._after_cb, n_bytes=n)
+
+    def _after(self) -> None:
+        self._got += self.tcp.read(self._n)
+        if self._got < self._target:
+            self._next()
+        else:
+            self._finish()
+
+    def _finish(self) -> None:
+        done, self._done_cb = self._done_cb, None
+        done(self._got)
+
+
+# -- generator variants (for application loops written as SimPy processes) ----------------
+# Each runs the callback form above and yields one event for the whole operation.
 def write_some(host: StackHost, tcp: TcpSender, want: int | None, msg: int, *, offset: int,
                need: int):
-    """One wake-up of a writer (a generator; returns the bytes written): block until ``need``
-    bytes are free, then back-to-back send() calls of up to ``msg`` bytes covering
-    ``min(free space, want)`` (``want`` None: all the free space), in tasks of at most
-    ``MAX_CALLS_PER_TASK`` calls. ``offset`` is the writer's position in its stream (a call
-    starts at each multiple of ``msg``); each call pays its fixed cost, every byte its copy."""
-    if tcp.space() < need:
-        yield tcp.wait_space(need)
-    target = tcp.space() if want is None else min(tcp.space(), want)
-    done = 0
-    while done < target:
-        n = min(target - done, tcp.space(), MAX_CALLS_PER_TASK * msg)
-        if n <= 0:
-            break
-        calls = _starts(offset + done + n, msg) - _starts(offset + done, msg)
-        yield host.app_context(tcp.flow).execute(
-            {costs.APP_SEND: host.stack.send_call.cycles(0, n, calls)},
-            n_bytes=n)  # n: bytes copied (NUMA)
-        tcp.write(n)
-        done += n
-    return done
+    """``Writer.write_some`` as a generator (returns the bytes written)."""
+    ev = simpy.Event(tcp.env)
+    Writer(host, tcp, msg).write_some(want, offset, need, ev.succeed)
+    return (yield ev)
 
 
 def write(host: StackHost, tcp: TcpSender, n_bytes: int, msg: int, *, wake: int | None = None):
-    """send() calls of up to ``msg`` bytes until ``n_bytes`` are in the send buffer (a
-    generator): one task per wake-up; the writer wakes at ``wake`` free bytes (default
-    ``wake_bytes``) or when the rest fits. ``msg = n_bytes`` is one send() call."""
-    wake = wake_bytes(tcp) if wake is None else wake
-    done = 0
-    while done < n_bytes:
-        done += yield from write_some(host, tcp, n_bytes - done, msg, offset=done,
-                                      need=min(wake, n_bytes - done))
+    """``Writer.write`` as a generator (returns ``n_bytes``)."""
+    ev = simpy.Event(tcp.env)
+    Writer(host, tcp, msg).write(n_bytes, wake, ev.succeed)
+    return (yield ev)
 
 
 def read_some(host: StackHost, tcp: TcpReceiver, want: int | None, msg: int):
-    """One wake-up of a reader (a generator; returns the bytes read): wait until data is
-    readable, then recv() calls of up to ``msg`` bytes taking ``min(readable, want)`` (``want``
-    None: everything readable), in tasks of at most ``MAX_CALLS_PER_TASK`` calls."""
-    yield tcp.wait_readable()
-    target = tcp.readable if want is None else min(tcp.readable, want)
-    got = 0
-    while got < target:
-        n = min(target - got, MAX_CALLS_PER_TASK * msg)
-        yield host.app_context(tcp.flow).execute(
-            {costs.APP_RECV: host.stack.recv_call.cycles(0, n, -(-n // msg))}, n_bytes=n)
-        got += tcp.read(n)
-    return got
+    """``Reader.read_some`` as a generator (returns the bytes read)."""
+    ev = simpy.Event(tcp.env)
+    Reader(host, tcp, msg).read_some(want, ev.succeed)
+    return (yield ev)
 
 
 def read(host: StackHost, tcp: TcpReceiver, n_bytes: int, msg: int):
-    """recv() calls of up to ``msg`` bytes until ``n_bytes`` have been read (a generator)."""
-    got = 0
-    while got < n_bytes:
-        got += yield from read_some(host, tcp, n_bytes - got, msg)
+    """``Reader.read`` as a generator (returns ``n_bytes``)."""
+    ev = simpy.Event(tcp.env)
+    Reader(host, tcp, msg).read(n_bytes, ev.succeed)
+    return (yield ev)
 
 
 def _starts(offset: int, msg: int) -> int:

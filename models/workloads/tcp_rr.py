@@ -8,7 +8,9 @@ writes ``rr.request_bytes`` with one ``send()``, reads ``rr.response_bytes`` wit
 calls, and starts the next transaction at once: one transaction in flight per session. The server
 reads the request and writes the response. Each call pays the stack's call cost on the session's
 application context; segments, ACKs, exits, interrupts and context hand-offs pay what they pay
-in TCP_STREAM, so the latency is whatever the path makes it.
+in TCP_STREAM, so the latency is whatever the path makes it. Client and server are callbacks
+(``models.workloads.base.Writer``/``Reader``), not SimPy processes: no event beyond their
+tasks and the start offset.
 ACKs: both receivers run in interactive mode (``TcpReceiver.interactive``): the ACK of a pushed
 request is held (delayed-ACK timer) and leaves on the response as a piggy-back, and the ACK of
 the response on the next request, as TCP does with a request/response pattern. Approximation:
@@ -36,7 +38,7 @@ from models import units
 from models.base import check
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads.base import Workload, open_connection, read, write
+from models.workloads.base import Reader, Workload, Writer, open_connection
 
 if TYPE_CHECKING:
     from models.workloads import WorkloadParams
@@ -111,36 +113,8 @@ class TcpRr(Workload):
                 session = _Session(flow, v, _join(c_snd, c_rcv), _join(s_snd, s_rcv))
                 self.sessions.append(session)
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
-                env.process(self._client(client, session, start_s))
-                env.process(self._server(server, session))
-
-    # -- the two applications -----------------------------------------------------------------
-    def _client(self, host: StackHost, session: _Session, start_s: float):
-        yield self.env.timeout(start_s)
-        snd, rcv = session.client
-        rr = self.params.rr
-        while True:
-            t0 = self.env.now
-            yield from self._write(host, snd, rr.request_bytes)
-            yield from self._read(host, rcv, rr.response_bytes)
-            session.transactions += 1
-            self.latencies.add(self.env.now, self.env.now - t0)
-
-    def _server(self, host: StackHost, session: _Session):
-        snd, rcv = session.server
-        rr = self.params.rr
-        while True:
-            yield from self._read(host, rcv, rr.request_bytes)
-            yield from self._write(host, snd, rr.response_bytes)
-
-    def _write(self, host: StackHost, snd: TcpSender, n_bytes: int):
-        """One send() call of ``n_bytes`` (blocks while the send buffer lacks room; it goes on
-        as soon as any byte is free)."""
-        return write(host, snd, n_bytes, n_bytes, wake=1)
-
-    def _read(self, host: StackHost, rcv: TcpReceiver, n_bytes: int):
-        """recv() calls until ``n_bytes`` have been read (one call per wake-up)."""
-        return read(host, rcv, n_bytes, n_bytes)
+                _Client(env, client, session, params.rr, self.latencies, start_s)
+                _Server(server, session, params.rr)
 
     # -- what the recorder asks -------------------------------------------------------------
     def flows(self) -> list[dict]:
@@ -173,6 +147,54 @@ class TcpRr(Workload):
         return {"rr_sessions": [{"flow": s.flow, "vm": s.vm, "transactions_per_s":
                                  d[f"session.{s.flow}.transactions"] / window_s}
                                 for s in self.sessions]}
+
+
+class _Client:
+    """netperf's side: write the request (one send() call of ``request_bytes``, blocking while
+    the send buffer lacks room: it goes on as soon as any byte is free), read the response
+    (recv() calls until it is all read, one per wake-up), count the transaction and its
+    latency, start the next. Callbacks (``Writer``, ``Reader``): no process, no event."""
+
+    def __init__(self, env: simpy.Environment, host: StackHost, session: _Session,
+                 rr: RrParams, latencies: LatencySample, start_s: float):
+        self.env, self.session, self.rr, self.latencies = env, session, rr, latencies
+        snd, rcv = session.client
+        self.writer = Writer(host, snd, rr.request_bytes)
+        self.reader = Reader(host, rcv, rr.response_bytes)
+        self.t0 = 0.0
+        self._sent_cb, self._done_cb = self._sent, self._done
+        env.timeout(start_s).callbacks.append(lambda _event: self._transaction())
+
+    def _transaction(self) -> None:
+        self.t0 = self.env.now
+        self.writer.write(self.rr.request_bytes, 1, self._sent_cb)
+
+    def _sent(self, _n_bytes: int) -> None:
+        self.reader.read(self.rr.response_bytes, self._done_cb)
+
+    def _done(self, _n_bytes: int) -> None:
+        self.session.transactions += 1
+        now = self.env.now
+        self.latencies.add(now, now - self.t0)
+        self._transaction()
+
+
+class _Server:
+    """netserver's side: read the request, write the response (as the client does), repeat."""
+
+    def __init__(self, host: StackHost, session: _Session, rr: RrParams):
+        self.rr = rr
+        snd, rcv = session.server
+        self.writer = Writer(host, snd, rr.response_bytes)
+        self.reader = Reader(host, rcv, rr.request_bytes)
+        self._got_cb, self._sent_cb = self._got, self._sent
+        self._sent(0)
+
+    def _got(self, _n_bytes: int) -> None:
+        self.writer.write(self.rr.response_bytes, 1, self._sent_cb)
+
+    def _sent(self, _n_bytes: int) -> None:
+        self.reader.read(self.rr.request_bytes, self._got_cb)
 
 
 def _join(snd: TcpSender, rcv: TcpReceiver) -> tuple[TcpSender, TcpReceiver]:

@@ -9,7 +9,9 @@ while the send buffer is full); the receiver calls ``recv()`` for up to one mess
 whenever data is readable (``models.workloads.base``: tasks of at most ``MAX_CALLS_PER_TASK``
 calls). With ``rate_limit_mbps`` > 0 each sender paces itself (a paced netperf, or an
 application with less to say): it writes one message when ``written / rate`` says it is due, so
-the load is set by the application, not by the path.
+the load is set by the application, not by the path. Both applications are callbacks (a
+``Writer`` and a ``Reader``), not SimPy processes: no event beyond their tasks, the start
+offset and the pacing timeouts.
 Connections start at a random offset within ``start_jitter_us`` (the workload's only randomness;
 service-time jitter and the RSS salt are the CPU's and the NIC's).
 Its parameters are the shared ones of ``WorkloadParams`` (no section of its own).
@@ -26,8 +28,7 @@ import simpy
 from models import units
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads.base import (Connection, Workload, open_connection, read_some,
-                                   wake_bytes, write_some)
+from models.workloads.base import Connection, Reader, Workload, Writer, open_connection, wake_bytes
 
 if TYPE_CHECKING:
     from models.workloads import WorkloadParams
@@ -52,8 +53,9 @@ class TcpStream(Workload):
                                                    socket_bytes=params.socket_bytes)
                 self.connections.append(Connection(flow, v, sender, receiver))
                 start_s = units.us_to_s(rng.uniform(0, params.start_jitter_us))
-                env.process(self._send_loop(src, sender, start_s))
-                env.process(self._recv_loop(dst, receiver))
+                _Sender(env, src, sender, params.message_bytes,
+                        units.mbps_to_bytes_per_s(params.rate_limit_mbps), start_s)
+                _Receiver(dst, receiver, params.message_bytes)
 
     def flows(self) -> list[dict]:
         return [{"flow": c.flow, "vm": c.vm, "bytes_read": c.receiver.bytes_read,
@@ -61,23 +63,54 @@ class TcpStream(Workload):
                  "retransmits": c.sender.retransmits, "timeouts": c.sender.timeouts}
                 for c in self.connections]
 
-    def _send_loop(self, host: StackHost, tcp: TcpSender, start_s: float):
-        """send() calls back to back (``write_some``); paced, one message when it is due."""
-        yield self.env.timeout(start_s)
-        msg = self.params.message_bytes
-        rate_bytes_per_s = units.mbps_to_bytes_per_s(self.params.rate_limit_mbps)
-        written, t0 = 0, self.env.now
-        while True:
-            if rate_bytes_per_s:  # paced: one message when the schedule says it is due
-                due_s = t0 + written / rate_bytes_per_s
-                if due_s > self.env.now:
-                    yield self.env.timeout(due_s - self.env.now)
-            rest = msg - written % msg  # the current message's bytes not yet written
-            written += yield from write_some(host, tcp, rest if rate_bytes_per_s else None,
-                                             msg, offset=written,
-                                             need=min(wake_bytes(tcp), rest))
 
-    def _recv_loop(self, host: StackHost, tcp: TcpReceiver):
-        """recv() of up to one message per call; one task takes everything readable."""
-        while True:
-            yield from read_some(host, tcp, None, self.params.message_bytes)
+
+class _Sender:
+    """A netperf sender: send() calls back to back (``Writer.write_some``: each wake-up writes
+    all the free space); paced, one message when ``written / rate`` says it is due. Callbacks
+    only: the start offset and the pacing are timeouts, the rest the writer's tasks."""
+
+    def __init__(self, env: simpy.Environment, host: StackHost, tcp: TcpSender, msg: int,
+                 rate_bytes_per_s: float, start_s: float):
+        self.env, self.tcp, self.msg, self.rate = env, tcp, msg, rate_bytes_per_s
+        self.writer = Writer(host, tcp, msg)
+        self.written, self.t0 = 0, 0.0
+        self._wrote_cb = self._wrote
+        env.timeout(start_s).callbacks.append(self._start)
+
+    def _start(self, _event) -> None:
+        self.t0 = self.env.now
+        self._next()
+
+    def _next(self) -> None:
+        if self.rate:  # paced: one message when the schedule says it is due
+            due_s = self.t0 + self.written / self.rate
+            if due_s > self.env.now:
+                self.env.timeout(due_s - self.env.now).callbacks.append(self._due)
+                return
+        self._write()
+
+    def _due(self, _event) -> None:
+        self._write()
+
+    def _write(self) -> None:
+        rest = self.msg - self.written % self.msg  # the current message's bytes not yet written
+        self.writer.write_some(rest if self.rate else None, self.written,
+                               min(wake_bytes(self.tcp), rest), self._wrote_cb)
+
+    def _wrote(self, n_bytes: int) -> None:
+        self.written += n_bytes
+        self._next()
+
+
+class _Receiver:
+    """A netserver receiver: recv() of up to one message per call whenever data is readable;
+    one wake-up takes everything readable (``Reader.read_some``)."""
+
+    def __init__(self, host: StackHost, tcp: TcpReceiver, msg: int):
+        self.reader = Reader(host, tcp, msg)
+        self._again_cb = self._again
+        self.reader.read_some(None, self._again_cb)
+
+    def _again(self, _n_bytes: int) -> None:
+        self.reader.read_some(None, self._again_cb)

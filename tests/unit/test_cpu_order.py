@@ -346,3 +346,76 @@ def test_a_context_moved_onto_a_running_core_never_overlaps_its_task():
     env.run()
     assert log == [("a1", 10.0), ("b1", 11.5), ("a2", 13.0)]
     assert c0.busy_time_s() == pytest.approx(13e-6) and c0.switches == 2
+
+
+def test_a_charge_books_cycles_without_an_event_and_the_next_task_starts_after_it():
+    """``charge``: work nobody waits for. On an idle context with its core free it is booked
+    (no event): the context and the core are busy until it ends, a task submitted meanwhile
+    starts then; its cycles are credited at once; busy time stays exact at every instant."""
+    env = simpy.Environment()
+    c = core(env)
+    a = context(env, "a", c)
+    events = Counting(env)
+    log = []
+    a.charge({costs.EXITS: 2000.0})                                  # 0 .. 2, no event
+    assert len(env._queue) == 0 and a.tasks == 1 and a.cycles == 2000.0
+    assert a.term_cycles == {costs.EXITS: 2000.0}
+    seen = []
+
+    def probe():
+        yield env.timeout(0.5e-6)
+        seen.append((us(env), a.busy_time_s() * 1e6, c.busy_time_s() * 1e6))
+        a.then(1000, lambda: log.append(("t1", us(env))))            # starts at 2: 2 .. 3
+        yield env.timeout(1e-6)
+        seen.append((us(env), a.busy_time_s() * 1e6, c.busy_time_s() * 1e6))
+        yield env.timeout(1e-6)
+        seen.append((us(env), a.busy_time_s() * 1e6, c.busy_time_s() * 1e6))
+        yield env.timeout(2e-6)
+        seen.append((us(env), a.busy_time_s() * 1e6, c.busy_time_s() * 1e6))
+    env.process(probe())
+    env.run()
+    assert log == [("t1", 3.0)]
+    assert seen == [(0.5, pytest.approx(0.5), pytest.approx(0.5)),
+                    (1.5, pytest.approx(1.5), pytest.approx(1.5)),
+                    (2.5, pytest.approx(2.5), pytest.approx(2.5)),
+                    (4.5, pytest.approx(3.0), pytest.approx(3.0))]
+    assert events.n == 1 + 6       # t1's completion; the probe (start, 4 timeouts, end)
+    assert (a.tasks, a.cycles) == (2, 3000.0)
+
+
+def test_a_charge_keeps_fifo_order_and_is_a_plain_task_on_a_shared_core():
+    env = simpy.Environment()
+    c = core(env, switch=500)
+    a = context(env, "a", c)
+    events = Counting(env)
+    log = []
+    a.then(1000, lambda: log.append(("a1", us(env))))   # 0 .. 1
+    a.charge(1000)                                      # behind a1: booked at 1, 1 .. 2
+    a.then(1000, lambda: log.append(("a2", us(env))))   # behind the charge: 2 .. 3
+    env.run()
+    assert log == [("a1", 1.0), ("a2", 3.0)] and a.tasks == 3 and events.n == 2
+    # On a core shared with b a charge is an ordinary task (one event): the core's booking
+    # order, and the alternation it gives, stay those of ``then``.
+    b = context(env, "b", c)
+    a.charge(1000)                                      # 3 .. 4: a plain task
+    b.then(1000, lambda: log.append(("b1", us(env))))   # booked: switch + work 4 .. 5.5
+    a.then(1000, lambda: log.append(("a3", us(env))))   # a's next, behind b: 5.5 .. 7
+    env.run()
+    assert log[-2:] == [("b1", 5.5), ("a3", 7.0)] and events.n == 2 + 3
+    assert c.busy_time_s() == pytest.approx(7e-6) and c.switches == 2
+    assert a.busy_time_s() + b.busy_time_s() == pytest.approx(c.busy_time_s())
+    for ctx in (a, b):
+        assert sum(ctx.term_cycles.values()) == pytest.approx(ctx.cycles)
+
+
+def test_a_context_moved_onto_a_core_waits_for_the_charge_booked_there():
+    env = simpy.Environment()
+    c0, c1 = core(env, index=0), core(env, index=1)
+    a, b = context(env, "a", c0), context(env, "b", c1)
+    log = []
+    a.charge(2000)                                      # c0 busy 0 .. 2, no event
+    b.move_to(c0)                                       # b is idle: moves now
+    b.then(1000, lambda: log.append(("b1", us(env))))   # waits for the charge: 2 .. 3
+    env.run()
+    assert log == [("b1", 3.0)]
+    assert c0.busy_time_s() == pytest.approx(3e-6) and c1.busy_time_s() == 0.0
