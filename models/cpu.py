@@ -225,7 +225,6 @@ class Context:
         self.home_node = core.node if home is None else home
         self.busy_s = 0.0
         self.cycles = 0.0
-        self.remote_cycles = 0.0  # NUMA penalty paid so far (before jitter)
         # Cycles charged so far by named term (``models.costs``): the terms of every task,
         # plus the NUMA penalty, world switches and jitter; they add up to ``cycles``.
         self.term_cycles: dict[str, float] = {}
@@ -311,6 +310,11 @@ class Context:
         self._move_to = core
         if not self._active:
             self._apply_move()
+
+    @property
+    def remote_cycles(self) -> float:
+        """NUMA penalty paid so far (before jitter): the ``numa`` term."""
+        return self.term_cycles.get(NUMA, 0.0)
 
     @property
     def backlog(self) -> int:
@@ -459,7 +463,6 @@ class Context:
         self.bytes += self._bytes
         remote = self._remote
         if remote:
-            self.remote_cycles += remote
             acc[NUMA] = acc.get(NUMA, 0.0) + remote
         switch = self._switch
         if switch:

@@ -176,12 +176,14 @@ class HypervisorRx:
         costs.add(terms, costs.VSWITCH, self.vswitch.cycles(packets, n_bytes))
         costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
         ctx = rx.context
-        for dst, (p, nb) in sums_by_dst(rx.switched).items():
+        switched = sums_by_dst(rx.switched)
+        for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)
             if vnic is not None:
                 costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, nb))
         if ctx is not None:  # per packet the NIC delivered (before software LRO)
-            for dst, (p, nb) in sums_by_dst(rx.batch).items():
+            delivered = switched if rx.switched is rx.batch else sums_by_dst(rx.batch)
+            for dst, (p, nb) in delivered.items():
                 vnic = self._vnic(dst)
                 if vnic is not None:
                     costs.add(terms, costs.NUMA_COPY,

@@ -216,12 +216,14 @@ def _cost_terms_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     handled (the packets and bytes its tasks declared), and the term's share of the context's
     cycles. The terms of a context add up to its cycles (``models.costs``)."""
     rows = []
+    by_ctx: dict[str, list[str]] = {}
+    for kind, name, key in d:
+        if kind == "ctx" and key.startswith("term."):
+            by_ctx.setdefault(name, []).append(key)
     for host, c in _contexts(model):
         packets, n_bytes = d[("ctx", c.name, "packets")], d[("ctx", c.name, "bytes")]
         total = d[("ctx", c.name, "cycles")]
-        terms = sorted(key for kind, name, key in d if kind == "ctx" and name == c.name
-                       and key.startswith("term."))
-        for key in terms:
+        for key in sorted(by_ctx.get(c.name, ())):
             cycles = d[("ctx", c.name, key)]
             if not cycles:
                 continue
