@@ -85,8 +85,11 @@ def _main(argv: list[str] | None = None) -> int:
     if cmd == "bench":
         from sim.bench import main as bench_main
         return bench_main(rest)
+    if cmd == "validate":
+        from sim.validate import main as validate_main
+        return validate_main(rest)
     return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, compare, "
-                f"bench")
+                f"bench, validate")
 
 
 def fail(message: str) -> int:
@@ -298,7 +301,7 @@ def run(cfg: DictConfig):
     except OSError as exc:
         sys.exit(fail(f"hydra.run.dir={out_dir!r}: must be a directory that can be created and "
                       f"written ({exc.strerror or type(exc).__name__})"))
-    results = run_experiment(config, progress=sys.stderr.isatty())
+    results = run_experiment(config, progress=_progress_mode())
     try:
         path = write(results, out_dir)
     except OSError as exc:
@@ -306,3 +309,18 @@ def run(cfg: DictConfig):
                       f"({exc.strerror or type(exc).__name__}: {exc.filename})"))
     _print(f"{format_summary(results)}\nresults: {path}")
     return results
+
+
+def _progress_mode() -> str | None:
+    """A tqdm bar on a terminal, a line every few seconds on stderr otherwise; none in a
+    parallel sweep (a launcher other than Hydra's basic one) or with ``VNETSIM_PROGRESS=0``."""
+    if os.environ.get("VNETSIM_PROGRESS", "").lower() in ("0", "off", "no", "false"):
+        return None
+    try:
+        hc = HydraConfig.get()
+        if str(hc.mode) == "RunMode.MULTIRUN" and \
+                "BasicLauncher" not in str(hc.launcher.get("_target_", "BasicLauncher")):
+            return None
+    except Exception:  # not under Hydra (a test calling run directly)
+        pass
+    return "bar" if sys.stderr.isatty() else "lines"
