@@ -86,8 +86,26 @@ def _compose(config_dir: str, overrides: list[str]):
         GlobalHydra.instance().clear()
 
 
-def compose_checked(config_dir: str, overrides: list[str]) -> Config:
-    return to_config(compose_dict(config_dir, overrides))
+PACKAGE_CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+
+def config_dir_of(config_dir: str | os.PathLike | None) -> str:
+    """``config_dir`` if it is a directory (relative to the cwd), else the package's own
+    ``configs/``: a notebook anywhere can pass ``"configs"`` or nothing."""
+    if config_dir is not None and Path(config_dir).is_dir():
+        return str(Path(config_dir).resolve())
+    return str(PACKAGE_CONFIG_DIR)
+
+
+def compose_checked(config_dir: str | os.PathLike | list[str] | None = None,
+                    overrides: list[str] | None = None) -> Config:
+    """The validated ``Config`` of ``overrides`` (raises ``ConfigError``).
+
+    ``compose_checked(["experiment=e35_rx_single_vm"])`` uses the package's configs from any
+    directory; a ``config_dir`` that does not exist relative to the cwd falls back on them."""
+    if isinstance(config_dir, (list, tuple)) and overrides is None:
+        config_dir, overrides = None, list(config_dir)
+    return to_config(compose_dict(config_dir_of(config_dir), list(overrides or [])))
 
 
 def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:

@@ -1,0 +1,76 @@
+"""Issue 10, usability: the notebook API from any directory, progress that changes no number,
+``run --help`` from the schema, the size estimate, Ctrl-C during imports."""
+from __future__ import annotations
+
+import io
+import time
+
+import pandas as pd
+
+from sim import runner
+
+TINY = ["run.warmup_s=0.005", "run.measure_s=0.01", "run.replications=1"]
+
+
+def test_the_notebook_snippet_works_from_another_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from sim.compose import compose_checked
+    cfg = compose_checked(["experiment=e35_rx_single_vm", *TINY])
+    assert cfg.meta.name == "e35_rx_single_vm"
+    # the README's older form: "configs" is not a directory here, the package's are used
+    assert compose_checked("configs", ["experiment=e35_rx_single_vm", *TINY]) == cfg
+    res = runner.run_experiment(cfg)
+    assert res.summary["goodput_gbps"] > 0 and "contexts" in res.tables
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class _Env:
+    now = 0.25
+
+
+class _Model:
+    env = _Env()
+
+
+def test_progress_lines_and_bar_formats():
+    out = io.StringIO()
+    p = runner.Progress("lines", "exp", 3, 0.5, stream=out)
+    w = p.watch(_Model(), 1)
+    t0 = p.started
+    w.tick(0.1, t0 + 1)  # too soon: nothing
+    w.tick(0.25, t0 + runner.LINE_EVERY_S + 0.1)
+    assert out.getvalue() == "progress: exp replication 2/3: 0.25/0.5 simulated s (50%), " \
+                             "5 s elapsed\n"
+    tty = _Tty()
+    p = runner.Progress("bar", "exp", 3, 0.5, stream=tty)
+    w = p.watch(_Model(), 0)
+    w.tick(0.1, p.started + 0.5)  # a short run shows no bar
+    assert tty.getvalue() == "" and w.bar is None
+    w.tick(0.25, p.started + runner.BAR_AFTER_S + 0.1)
+    assert "exp rep 1/3" in tty.getvalue() and "0.25/0.5 sim-s" in tty.getvalue()
+    w.bar.close()
+
+
+def test_progress_changes_no_number(compose, monkeypatch):
+    """The watcher only reads env.now from a thread: the same tables with it polling often."""
+    monkeypatch.setattr(runner, "POLL_S", 0.001)
+    monkeypatch.setattr(runner, "LINE_EVERY_S", 0.0)
+    cfg = compose(["experiment=e35_rx_single_vm", "run.warmup_s=0.01", "run.measure_s=0.03"])
+    plain = runner.run_experiment(cfg)
+    stream = io.StringIO()
+    monkeypatch.setattr(runner.sys, "stderr", stream)
+    watched = runner.run_experiment(cfg, progress="lines")
+    assert stream.getvalue().startswith("progress: e35_rx_single_vm replication 1/1")
+    assert plain.summary == watched.summary
+    for name, table in plain.tables.items():
+        pd.testing.assert_frame_equal(table, watched.tables[name], check_exact=True)
+
+
+def test_a_run_without_warm_up(compose):
+    """run.warmup_s=0 used to end in SimPy's 'until (0.0) must be greater' traceback."""
+    res = runner.run_experiment(compose(["run.warmup_s=0", "run.measure_s=0.01"], short=False))
+    assert res.summary["goodput_gbps"] >= 0
