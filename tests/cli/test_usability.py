@@ -74,3 +74,23 @@ def test_a_run_without_warm_up(compose):
     """run.warmup_s=0 used to end in SimPy's 'until (0.0) must be greater' traceback."""
     res = runner.run_experiment(compose(["run.warmup_s=0", "run.measure_s=0.01"], short=False))
     assert res.summary["goodput_gbps"] >= 0
+
+
+def test_ctrl_c_during_the_imports_is_one_line_exit_130(tmp_path):
+    """SIGINT once the process has loaded its first compiled third-party module (so it is in
+    ``sim.cli``'s imports, which take over a second more), before main's handler exists."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    proc = subprocess.Popen([sys.executable, "-m", "sim", "run", f"hydra.run.dir={tmp_path}"],
+                            cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    maps, deadline = "", time.monotonic() + 30
+    while "site-packages" not in maps and time.monotonic() < deadline:
+        time.sleep(0.005)
+        maps = open(f"/proc/{proc.pid}/maps").read()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert err == "interrupted\n" and out == ""
