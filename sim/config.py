@@ -54,6 +54,28 @@ MAX_SOCKETS = 64
 MAX_CORES = 256
 MAX_SESSIONS = 4096
 
+# The size estimate (``estimate_size``), checked before the model is built. Bytes per object of
+# a built model, measured once with the real builder: tracemalloc around ``sim.builder.build``
+# of the default experiment, one count varied at a time (1 -> 1001 sessions, 1 -> 401 VMs,
+# 1 -> 64 ports, 4 -> 256 cores, 1 -> 8 vCPUs; 2026-11-23, CPython 3.11). A TCP_STREAM session
+# (two sockets, their TCP state, the app) 6.5 KB; a TCP_RR session (two connections) 11.3 KB;
+# a VM beyond its sessions (guest, vNIC, its networking context) 11.2 KB; a further context (a
+# vCPU, a TX context, an RX queue's vector) 2.2 KB; a NIC port with its vswitch and peer host
+# 28.8 KB; a core 1.0 KB; a latency sample 16 B. Ring descriptors are not preallocated
+# (nic.rx_ring_slots=1000100 built in the same bytes as 100). A run holds its model plus what is
+# in flight: 64 VMs x 64 sessions built 30 MB and ran at a high-water mark 54 MB over the bare
+# process (x1.8), so ``RUN_FACTOR`` 3 leaves room. Build time (same runs): 0.41 ms per session.
+BYTES_PER_SESSION = {"tcp_rr": 11300}  # any other workload kind: BYTES_PER_SESSION_DEFAULT
+BYTES_PER_SESSION_DEFAULT = 6500
+BYTES_PER_VM = 11200
+BYTES_PER_CONTEXT = 2200
+BYTES_PER_PORT = 28800
+BYTES_PER_CORE = 1024
+BYTES_PER_LATENCY_SAMPLE = 16
+RUN_FACTOR = 3.0
+MEMORY_SHARE = 0.5  # a run may use at most this share of the memory available
+MEMORY_ENV = "VNETSIM_MEMORY_BYTES"  # overrides the memory the check takes as available
+
 
 def cost_fields(cls) -> tuple[str, ...]:
     """The fields of parameter class ``cls`` that are costs and carry a provenance tag: every
@@ -288,6 +310,7 @@ def _cross_check(cfg: Config) -> None:
                           f"{MAX_SESSIONS // cfg.workload.vms} with workload.vms="
                           f"{cfg.workload.vms} (at most {MAX_SESSIONS} sessions in all; "
                           f"{sessions} would not fit in memory or time)")
+    _check_size(cfg)  # what does pass the caps must still fit in this machine's memory
     try:
         _check_cores(cfg.peer.cpu, "peer.cpu.")
     except ValueError as exc:
@@ -360,3 +383,75 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if vs.vxlan.enabled and not feats.vxlan:
         raise ConfigError(f"hypervisor.vswitch.vxlan.enabled=true: needs vSphere 5.1 or later "
                           f"(hypervisor={hv}: features.vxlan=false)")
+
+
+def estimate_size(cfg: Config) -> dict[str, tuple[Any, float]]:
+    """The bytes a run of ``cfg`` needs, by the key that drives each term: ``{key: (its value,
+    bytes)}``, from a cheap count of the objects the builder makes (see ``BYTES_PER_*``)."""
+    w, host, ports = cfg.workload, cfg.host, cfg.host.nic_ports
+    per_session = BYTES_PER_SESSION.get(w.kind, BYTES_PER_SESSION_DEFAULT)
+    contexts_per_vm = cfg.guest.vcpus + cfg.hypervisor.tx_contexts_per_vnic - 1
+    terms = {
+        "workload.sessions_per_vm": (w.sessions_per_vm, w.vms * w.sessions_per_vm * per_session),
+        "workload.vms": (w.vms, w.vms * (BYTES_PER_VM + contexts_per_vm * BYTES_PER_CONTEXT)),
+        "host.nic_ports": (ports, ports * (BYTES_PER_PORT + (cfg.nic.rx_queues + cfg.nic.tx_queues)
+                                            * BYTES_PER_CONTEXT
+                                            + cfg.peer.cpu.n_cores * BYTES_PER_CORE)),
+        "host.cpu.cores_per_socket": (host.cpu.cores_per_socket,
+                                      host.cpu.n_cores * BYTES_PER_CORE),
+    }
+    if w.kind == "tcp_rr":
+        terms["workload.rr.latency_sample_capacity"] = (
+            w.rr.latency_sample_capacity, w.rr.latency_sample_capacity * BYTES_PER_LATENCY_SAMPLE)
+    return {k: (v, b * RUN_FACTOR) for k, (v, b) in terms.items()}
+
+
+def available_memory() -> float:
+    """Bytes this process may still use: ``VNETSIM_MEMORY_BYTES`` if set, else the least of
+    MemAvailable (/proc/meminfo), the cgroup's limit less its use, and the free pages."""
+    import os
+    if os.environ.get(MEMORY_ENV):
+        try:
+            return float(os.environ[MEMORY_ENV])
+        except ValueError:
+            raise ConfigError(f"{MEMORY_ENV}={os.environ[MEMORY_ENV]!r}: must be a number of "
+                              f"bytes") from None
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            found += [int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:")]
+    except OSError:
+        pass
+    try:
+        limit = open("/sys/fs/cgroup/memory.max").read().strip()
+        if limit != "max":
+            found.append(int(limit) - int(open("/sys/fs/cgroup/memory.current").read()))
+    except (OSError, ValueError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return math.inf
+    return float(min(found))
+
+
+def _check_size(cfg: Config, available: float | None = None) -> None:
+    """Refuse, before the build, a run whose estimated size is over ``MEMORY_SHARE`` of the
+    memory available, naming the key of the largest term, its value and the most it may be."""
+    terms = estimate_size(cfg)
+    total = sum(b for _, b in terms.values())  # beyond the process as it is (MemAvailable)
+    available = available_memory() if available is None else available
+    budget = available * MEMORY_SHARE
+    if total <= budget:
+        return
+    key, (value, big) = max(terms.items(), key=lambda kv: kv[1][1])
+    most = int((budget - (total - big)) // (big / value))
+    others = " ".join(f"{k}={v}" for k, (v, _) in terms.items()
+                      if k != key and k.startswith("workload.") and v != 1)
+    gb = lambda x: f"{x / 1e9:.3g} GB"  # noqa: E731
+    allowed = (f"<= {most}{' with ' + others if others else ''}" if most >= 1 else
+               "smaller: even 1 would not fit with the other keys as they are")
+    raise ConfigError(f"{key}={value}: must be {allowed} (the run would need about {gb(total)}, "
+                      f"more than "
+                      f"{MEMORY_SHARE:.0%} of the {gb(available)} available)")

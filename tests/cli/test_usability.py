@@ -94,3 +94,43 @@ def test_ctrl_c_during_the_imports_is_one_line_exit_130(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert err == "interrupted\n" and out == ""
+
+
+def test_the_size_estimate_follows_the_counts_and_names_the_largest_key(compose):
+    from sim.config import ConfigError, _check_size, estimate_size
+    small = estimate_size(compose(["workload.vms=2", "workload.sessions_per_vm=4"]))
+    big = estimate_size(compose(["workload.vms=64", "workload.sessions_per_vm=64"]))
+    assert big["workload.sessions_per_vm"][1] == 512 * small["workload.sessions_per_vm"][1]
+    assert big["workload.vms"][1] == 32 * small["workload.vms"][1]
+    cfg = compose(["workload.vms=64", "workload.sessions_per_vm=64"])
+    total = sum(b for _, b in big.values())
+    _check_size(cfg, available=2.1 * total)  # fits in half of it
+    try:
+        _check_size(cfg, available=total)
+    except ConfigError as exc:
+        msg = str(exc)
+    assert msg.startswith("workload.sessions_per_vm=64: must be <= ") and "workload.vms=64" in msg
+    most = int(msg.split("<= ")[1].split()[0])
+    assert 25 <= most < 64  # half the memory: about half the sessions
+    _check_size(compose(["workload.vms=64", f"workload.sessions_per_vm={most}"]), available=total)
+
+
+def test_the_size_estimate_is_near_the_builders_real_size(compose):
+    """The bytes per object were measured with tracemalloc around build(); check they still
+    hold within a factor 2 (the estimate includes RUN_FACTOR for the run itself)."""
+    import gc
+    import tracemalloc
+
+    from sim.builder import build
+    from sim.config import RUN_FACTOR, estimate_size
+    cfg = compose(["workload.vms=16", "workload.sessions_per_vm=32"])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        model = build(cfg)
+        built = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert model is not None
+    estimate = sum(b for _, b in estimate_size(cfg).values()) / RUN_FACTOR
+    assert 0.5 < estimate / built < 2, (estimate, built)
