@@ -28,7 +28,8 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 USAGE = """usage: python -m sim <command> [overrides...]
 
 commands:
-  run [key=value ...] [--multirun] [--help]   run an experiment (default: e35_tx_single_vm)
+  run [key=value ...] [--multirun]           run an experiment (default: e35_tx_single_vm)
+  run --help [WORD]                           the groups, and every key's meaning, unit, range
   list [--verbose]                            list the experiments, a line each (* default)
   path [key=value ...] [--flow N] [--all]    the data path of a flow: hops and priced terms
   compare [key=value ...]                     the DES and the fluid engine side by side
@@ -197,6 +198,10 @@ OTHER_CONFIGS = ("--config-path", "-cp", "--config-dir", "-cd", "--experimental-
 
 
 def run_cli(args: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in args):  # the schema's keys, not Hydra's config dump
+        from sim.schema_help import render
+        _print(render(CONFIG_DIR, [a for a in args if not a.startswith("-") and "=" not in a]))
+        return 0
     if any(a.partition("=")[0] in SHOW_FLAGS for a in args):
         sys.argv = ["python -m sim run", *args]
         _hydra_main()

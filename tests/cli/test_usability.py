@@ -134,3 +134,52 @@ def test_the_size_estimate_is_near_the_builders_real_size(compose):
     assert model is not None
     estimate = sum(b for _, b in estimate_size(cfg).values()) / RUN_FACTOR
     assert 0.5 < estimate / built < 2, (estimate, built)
+
+
+def test_run_help_lists_every_key_with_its_meaning_unit_and_range(capsys):
+    """From the schema: every leaf key of Config has a line (a CycleCost one for its three), with
+    a written meaning for nearly all (DOCS or a comment on the field) and a unit in brackets."""
+    import dataclasses
+    import typing
+
+    from models.base import CycleCost
+    from sim.cli import main
+    from sim.config import Config
+    from sim.schema_help import documented
+
+    def leaves(cls, path=""):
+        for f in dataclasses.fields(cls):
+            tp = typing.get_type_hints(cls)[f.name]
+            if tp is CycleCost:
+                yield f"{path}{f.name}.*_cycles"
+            elif dataclasses.is_dataclass(tp):
+                yield from leaves(tp, f"{path}{f.name}.")
+            elif f.name != "provenance":
+                yield f"{path}{f.name}"
+
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    lines, key = {}, None
+    for ln in out.splitlines():
+        if ln.startswith("      ") and key:  # a wrapped line continues its key's
+            lines[key] += " " + ln.strip()
+        elif ln.startswith("  "):
+            key = ln.split(": ")[0].strip()
+            lines[key] = ln
+    keys = list(leaves(Config))
+    missing = [k for k in keys if k not in lines]
+    assert not missing, missing
+    assert all("[" in lines[k] and "] " in lines[k] for k in keys)
+    assert max(map(len, out.splitlines())) <= 100
+    assert "  nic.link.mtu_bytes: MTU of the physical link (IP packet) [bytes] (in 576..9216) = " \
+           "1500" in out
+    assert "  run.measure_s: simulated measurement window of each replication [s] (> 0 and " \
+           "<= 1000" in out
+    docs = documented(Config)
+    undocumented = [k for k, ok in docs.items() if not ok]
+    assert len(undocumented) <= 0.05 * len(docs), f"add a meaning to DOCS: {undocumented}"
+    for group in ("workload", "nic", "host", "experiment"):
+        assert f"\n  {group}: " in out
+    assert main(["run", "--help", "coalescing"]) == 0
+    some = capsys.readouterr().out
+    assert "nic.coalescing.timer_us" in some and "workload.vms" not in some
