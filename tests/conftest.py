@@ -20,6 +20,12 @@ CONFIG_DIR = str(REPO / "configs")
 # Warm-up long enough for slow start to end with 64KB windows, a window of ~10^5 frames.
 SHORT = ["run.warmup_s=0.03", "run.measure_s=0.1", "run.replications=1"]
 
+# Mutation check (tests/mutants.py, `make mutants`): VNETSIM_MUTATE="KEY[,KEY]=FACTOR" scales
+# those keys in every config the tests compose, before any test module imports sim.
+if os.environ.get("VNETSIM_MUTATE"):
+    from tests.mutants import install as _install_mutant
+    _install_mutant(os.environ["VNETSIM_MUTATE"])
+
 
 @pytest.fixture(scope="session")
 def compose():
