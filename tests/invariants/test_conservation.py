@@ -39,6 +39,10 @@ def test_conservation(case, compose, run_one):
     assert errors == {name: (0, 0) for name in stages}
     for st in stages.values():
         assert st.queued_frames >= 0 and st.queued_bytes >= 0
+    for vs in model.vswitches:  # a stage's count of what it holds is what its ring holds
+        ring = vs.pending
+        assert stages[ring.name].queued_frames == sum(b.frames for b in ring._pending)
+        assert ring.used == sum(b.packets for b in ring._pending)
     dropped = {n: st.total_dropped_frames() for n, st in stages.items()
                if st.total_dropped_frames()}
     assert bool(dropped) == lossy, dropped

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import simpy
 
-from models import units
 from models.base import DATA, Burst
 from models.guest import GuestParams, OsStackParams
 from models.tcp import TcpParams, TcpReceiver
@@ -51,7 +50,6 @@ def test_max_window_without_scaling():
     assert OsStackParams(window_scaling=True).max_window_bytes() is None
     assert OsStackParams(window_scaling=True).max_window_bytes(peer_scales=False) == 65535
     assert OsStackParams(window_scaling=False).max_window_bytes() == 65535
-    assert units.TCP_MAX_UNSCALED_WINDOW_BYTES == 65535
 
 
 def test_receiver_never_advertises_more_than_its_cap():

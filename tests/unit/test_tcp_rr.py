@@ -3,8 +3,8 @@
 One session = one connection: the client's request and the server's response share a flow id;
 each host's receiver holds the ACK of a pushed burst and its sender carries it on the next data
 burst (``Burst.piggyback``), so a 1-byte transaction is two frames on the wire.
-Checks: the piggy-back mechanics (exact), the bounded latency record, Little's law for one
-transaction in flight (mean latency x transactions/s = 1), and the device direction of DEV-rr.
+Checks: the piggy-back mechanics (exact), the bounded latency record, latency bounds for one
+transaction in flight (two coalescing timers at least, a narrow spread), and the device direction of DEV-rr.
 """
 import numpy as np
 import pytest
@@ -82,12 +82,18 @@ def rr_runs(compose, run_one):
     return out
 
 
-def test_one_transaction_in_flight_littles_law(rr_runs):
-    _, s, tables = rr_runs["vmxnet2"]
+def test_one_transaction_in_flight_waits_out_both_coalescing_timers(rr_runs):
+    """One transaction in flight, so each frame reaches its NIC alone and its interrupt waits
+    the whole coalescing timer, at the host's NIC and at the peer's: the latency is at least
+    two timers plus two propagation delays. Service times vary by only ~5% (jitter) and
+    nothing queues, so the distribution is narrow: p50 within 10% of the mean, p99 < 1.5 p50."""
+    model, s, tables = rr_runs["vmxnet2"]
+    cfg = model.cfg
+    floor_us = 2 * cfg.nic.coalescing.timer_us + 2 * cfg.nic.link.propagation_ns / 1000
     assert s["transactions_per_s"] > 0
-    # One session, one transaction in flight: mean latency x throughput = 1 (window edges: 1%).
-    assert s["rr_latency_mean_us"] * 1e-6 * s["transactions_per_s"] == pytest.approx(1, rel=0.01)
-    assert s["rr_latency_p50_us"] <= s["rr_latency_p90_us"] <= s["rr_latency_p99_us"]
+    assert s["rr_latency_mean_us"] > floor_us
+    assert s["rr_latency_p50_us"] == pytest.approx(s["rr_latency_mean_us"], rel=0.1)
+    assert s["rr_latency_p99_us"] < 1.5 * s["rr_latency_p50_us"]
     assert len(tables["rr_sessions"]) == 1
 
 
