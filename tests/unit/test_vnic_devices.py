@@ -161,11 +161,3 @@ def test_mtu_limit_of_the_device_is_enforced(compose):
     with pytest.raises(ConfigError, match="nic.link.mtu_bytes=9000: must be <= 1500"):
         compose(["vnic=e1000", "nic.link.mtu_bytes=9000"])
     assert compose(["vnic=vmxnet2", "nic.link.mtu_bytes=9000"]).nic.link.mtu_bytes == 9000
-
-
-def test_e1000_without_tso_sends_mss_segments(compose):
-    from sim.builder import build
-    m = build(compose(["vnic=e1000"]))
-    assert not m.vnics[0].tso
-    sender = next(iter(m.vms[0].senders.values()))
-    assert sender.seg_max == sender.mss          # no TSO: one frame per packet to the vNIC
