@@ -23,6 +23,7 @@ STACK_UDP_RX = "stack_udp_rx"    # UDP datagrams in
 GUEST_DRIVER_TX = "guest_driver_tx"  # the vNIC driver in the guest
 GUEST_DRIVER_RX = "guest_driver_rx"
 EXITS = "exits"                  # register accesses that leave the guest (exits or BT traps)
+HALT_WAKEUP = "halt_wakeup"      # an interrupt finding the vCPU halted: wake it, halt it again
 # Hypervisor networking contexts and RX vectors.
 BACKEND_TX = "backend_tx"        # vNIC backend (device emulation / paravirtual rings)
 BACKEND_RX = "backend_rx"        # copying into a guest and posting its virtual interrupt
@@ -41,7 +42,7 @@ JITTER = "jitter"                # service-time noise (charged minus nominal cyc
 UNATTRIBUTED = "unattributed"    # a bare number of cycles (tests); no model should charge it
 
 ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, STACK_UDP_RX,
-       GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN,
+       GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP, BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN,
        REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX, COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH,
        JITTER, UNATTRIBUTED)
 

@@ -317,6 +317,11 @@ class Context:
         return self.term_cycles.get(NUMA, 0.0)
 
     @property
+    def idle(self) -> bool:
+        """Nothing queued, in service or booked: a vCPU in this state has halted (HLT)."""
+        return not self._active and self._free_at <= self.env.now
+
+    @property
     def backlog(self) -> int:
         """Tasks submitted and not yet taken (the one in service or booking is not counted)."""
         return len(self._queue)

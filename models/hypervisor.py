@@ -17,6 +17,10 @@ Modelled:
 - The price of one guest register access that leaves the guest: ``vm_exit_cycles`` under
   hardware virtualization (a VM exit, the emulation and the VM entry), ``bt_trap_cycles`` under
   binary translation (the translated access calls the emulation without a hardware exit).
+- ``vcpu_halt_wakeup_cycles``: an idle guest halts its vCPU (HLT leaves the guest and the
+  VMkernel deschedules the vCPU's world); a virtual interrupt that finds it halted wakes it (an
+  IPI to its core, the scheduler, a world switch, the VM entry and the injection). Charged on
+  the vCPU once per interrupt that finds it idle (``models.vnic.base``).
 - ``tx_contexts_per_vnic``: how many networking contexts serve one vNIC's transmit queues.
 Left out: Dynamic NetQueue (queue counts are fixed per run), the vmklinux shim's locking,
 generation-specific vswitch costs (every generation uses the same vswitch prices unless its
@@ -60,6 +64,7 @@ class HypervisorParams:
     software_lro_max_bytes: int = 32000
     vm_exit_cycles: float = 4000.0
     bt_trap_cycles: float = 1500.0
+    vcpu_halt_wakeup_cycles: float = 20000.0
     tx_contexts_per_vnic: int = 1
     vswitch: VswitchParams = field(default_factory=VswitchParams)
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -71,6 +76,8 @@ class HypervisorParams:
               self.software_lro_max_bytes, "in 1500..65535 (an IP packet)")
         check(self.vm_exit_cycles >= 0, "vm_exit_cycles", self.vm_exit_cycles, ">= 0")
         check(self.bt_trap_cycles >= 0, "bt_trap_cycles", self.bt_trap_cycles, ">= 0")
+        check(self.vcpu_halt_wakeup_cycles >= 0, "vcpu_halt_wakeup_cycles",
+              self.vcpu_halt_wakeup_cycles, ">= 0")
         check(1 <= self.tx_contexts_per_vnic <= 64, "tx_contexts_per_vnic",
               self.tx_contexts_per_vnic, "in 1..64")
 

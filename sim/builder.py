@@ -140,6 +140,7 @@ def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
+                     wakeup_cycles=hv.vcpu_halt_wakeup_cycles,
                      backend_extra_terms=lambda batch: vswitch.tx_terms(
                          batch, hv.tx_driver_terms))
     vm.attach(vnic)

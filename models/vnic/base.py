@@ -132,10 +132,13 @@ class VirtualNic:
                  backends: list[Context], vcpus: list[Context],
                  transmit: Callable[[Burst, Context], None],
                  exit_cycles: float,
+                 wakeup_cycles: float = 0.0,
                  backend_extra_terms: Callable[[list[Burst]], dict] = lambda batch: {}):
         check(exit_cycles >= 0, f"{name}.exit_cycles", exit_cycles, ">= 0")
         self.env, self.name, self.params = env, name, params
         self.exit_cycles = exit_cycles  # price of one access that leaves the guest
+        check(wakeup_cycles >= 0, f"{name}.wakeup_cycles", wakeup_cycles, ">= 0")
+        self.wakeup_cycles = wakeup_cycles  # an interrupt that finds its vCPU halted
         self._transmit = transmit
         # What else the backend's pass pays for a batch, by term (the vswitch, the uplink
         # driver).
@@ -150,12 +153,15 @@ class VirtualNic:
             q.poller = RingPoller(q.ring, q.backend, self._tx_pass_cost,
                                   lambda batch, q=q: self._tx_deliver(batch, q.backend))
         for q in self.rxq:
-            q.poller = RingPoller(q.ring, q.vcpu, self._rx_pass_cost, self._rx_deliver)
+            q.poller = RingPoller(q.ring, q.vcpu,
+                                  lambda batch, irq, q=q: self._rx_pass_cost(batch, irq, q.vcpu),
+                                  self._rx_deliver)
         self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms
         self.guest_rx_deliver: Callable[[list[Burst]], object] = lambda batch: None
         self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
         self.exits = 0.0
         self.virtual_interrupts = 0
+        self.halt_wakeups = 0  # virtual interrupts that found their vCPU halted
         self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
 
     def attach_guest(self, rx_terms: Callable[[list[Burst]], dict],
@@ -166,9 +172,11 @@ class VirtualNic:
         self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
 
     def counters(self) -> dict[str, float]:
-        """Cumulative: register accesses that left the guest, virtual interrupts, and what
-        entered the guest (frames; packets: an LRO aggregate counts one)."""
+        """Cumulative: register accesses that left the guest, virtual interrupts (and those
+        that found the vCPU halted), and what entered the guest (frames; packets: an LRO
+        aggregate counts one)."""
         return {"exits": self.exits, "virtual_interrupts": self.virtual_interrupts,
+                "halt_wakeups": self.halt_wakeups,
                 "rx_frames": self.rx_frames, "rx_packets": self.rx_packets}
 
     # -- capabilities -----------------------------------------------------------------------
@@ -205,7 +213,9 @@ class VirtualNic:
         return [costs.Charge.of(costs.GUEST_DRIVER_RX, p.guest_rx, per="virtual interrupt"),
                 costs.Charge(costs.EXITS, p.rx_register_accesses_per_interrupt * x,
                              p.rx_register_accesses_per_packet * x, 0.0,
-                             per="virtual interrupt")]
+                             per="virtual interrupt"),
+                costs.Charge(costs.HALT_WAKEUP, self.wakeup_cycles, 0.0, 0.0,
+                             per="virtual interrupt that finds the vCPU halted")]
 
     def backend_charges(self, direction: str) -> list[costs.Charge]:
         """What the hypervisor's backend of this device charges on ``direction``."""
@@ -292,7 +302,10 @@ class VirtualNic:
                 self.virtual_interrupts += 1
                 q.poller.kick(is_interrupt=True)
 
-    def _rx_pass_cost(self, batch: list[Burst], is_interrupt: bool) -> tuple[dict, int, int]:
+    def _rx_pass_cost(self, batch: list[Burst], is_interrupt: bool,
+                      vcpu: Context | None = None) -> tuple[dict, int, int]:
+        """The guest's pass over its RX ring (priced when it is queued: for an interrupt, at
+        the instant it is raised, when ``vcpu`` may be halted and has to be woken first)."""
         packets = n_bytes = 0
         for b in batch:
             packets += b.packets
@@ -302,6 +315,9 @@ class VirtualNic:
         terms = {costs.GUEST_DRIVER_RX: self.params.guest_rx.cycles(packets, n_bytes,
                                                                     int(is_interrupt))}
         costs.add(terms, costs.EXITS, exits * self.exit_cycles)
+        if is_interrupt and self.wakeup_cycles and vcpu is not None and vcpu.idle:
+            self.halt_wakeups += 1
+            costs.add(terms, costs.HALT_WAKEUP, self.wakeup_cycles)
         costs.merge(terms, self.guest_rx_cost(batch))
         return terms, packets, n_bytes
 

@@ -57,7 +57,7 @@ class MulticastWorkloadParams:
     packet_bytes: int = 800          # UDP payload per datagram
     packet_rate_pps: float = 40000.0  # per group (each receiver's rate)
     groups: int = 1
-    burst_interval_us: float = 100.0
+    burst_interval_us: float = 25.0
     # Linux 2.6.32 charges a datagram's skb truesize: a 2KB receive buffer plus the sk_buff.
     skb_truesize_bytes: int = 2304
     # The receiving tool's own work per datagram (sequence check, counters): a prior.
