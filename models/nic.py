@@ -318,9 +318,14 @@ class NicPort:
             return 0
         if sort == "vmdq":
             return burst.dst + 1 if 0 <= burst.dst < n - 1 else 0
-        k = self._rss.get(burst.flow)  # rss
+        return self.rss_queue(burst.flow)
+
+    def rss_queue(self, flow: int) -> int:
+        """The RX queue RSS hashes ``flow`` to (a salted CRC of the flow, computed once)."""
+        k = self._rss.get(flow)
         if k is None:
-            k = self._rss[burst.flow] = zlib.crc32(f"{self.rss_salt}:{burst.flow}".encode()) % n
+            k = self._rss[flow] = zlib.crc32(f"{self.rss_salt}:{flow}".encode()) % len(
+                self.rx_queues)
         return k
 
     def receive(self, burst: Burst) -> None:

@@ -1,16 +1,18 @@
 """The native client on the other end of the wire (netperf/netserver host, traffic generator).
 
 Modelled: a native host with its own cores and OS stack profile. Its NIC's receive interrupt runs
-the driver and the TCP/IP receive path (and the ACKs it generates) in one softirq context on core
-0; each connection's application (netperf or netserver process, with its send()/recv() copies
-and segment output) runs on its own core, round-robin over cores 1..n-1. It can be the
-bottleneck, as in the sources (claim E35-client-limit).
+the driver and the TCP/IP receive path (and the ACKs it generates) in a softirq context; with
+``rx_queues`` > 1 the NIC spreads flows over that many queues by an RSS hash, each with its own
+softirq context on cores 0..rx_queues-1 (a flow's ACKs leave from its queue's context). Each
+connection's application (netperf or netserver process, with its send()/recv() copies and
+segment output) runs on its own core, round-robin over the cores the softirqs leave free. It
+can be the bottleneck, as in the sources (claim E35-client-limit).
 LRO (``lro_max_bytes``) merges received data frames before the stack, so the stack pays per
 aggregate while the driver pays per frame; tunnelled frames too (``lro_tunnelled``).
 VXLAN: with a ``vtep`` (set by the builder when the vswitch tunnels) the peer is the other tunnel
 endpoint: it encapsulates what it sends and pays the same encapsulation and decapsulation cycles
 as the host (``models.vxlan``).
-Left out: the client's own PCIe and NUMA, receive-side scaling on the client, its qdisc (a full
+Left out: the client's own PCIe and NUMA, its qdisc (a full
 TX ring drops, reason ``tx_ring_full``; the default ring is large enough that TCP never fills it).
 Units: cycles, bytes.
 """
@@ -39,6 +41,7 @@ class PeerParams:
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
+    rx_queues: int = 1  # RSS receive queues, each with a softirq context on its own core
     lro_max_bytes: int = 65536  # LRO on the client's NIC driver (ixgbe); 0 = off
     # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
     # LRO merges the frames after decapsulation.
@@ -47,6 +50,8 @@ class PeerParams:
 
     def __post_init__(self):
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
+        check(1 <= self.rx_queues <= self.cpu.sockets * self.cpu.cores_per_socket,
+              "rx_queues", self.rx_queues, "in 1..the client's cores")
         check(self.lro_max_bytes == 0 or 1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes",
               self.lro_max_bytes, "0 (off) or in 1500..262144")
 
@@ -60,31 +65,43 @@ class PeerHost(StackHost):
         self.params = params
         self.cpu = Cpu(env, params.cpu)
         lro = params.lro_max_bytes > 0
+        nq = params.rx_queues
         self.nic = NicPort(env, f"{name}.nic", replace(
-            nic, tx_queues=1, rx_queues=1, rx_sort="single", tx_ring_slots=params.tx_ring_slots,
+            nic, tx_queues=1, rx_queues=nq, rx_sort="rss" if nq > 1 else "single",
+            tx_ring_slots=params.tx_ring_slots,
             lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes,
             lro_tunnelled=params.lro_tunnelled), stats)
         # Every context has its own named stream: a new connection shifts nobody's jitter.
-        self.irq = Context(env, f"{name}.softirq", self.cpu.core(0), rng=rng(f"{name}.softirq"))
+        self.irqs = [Context(env, f"{name}.softirq" + (f"{k}" if k else ""), self.cpu.core(k),
+                             rng=rng(f"{name}.softirq" + (f"{k}" if k else "")))
+                     for k in range(nq)]
+        self.irq = self.irqs[0]
         self._apps: dict[int, Context] = {}
         self._rng = rng  # name -> numpy Generator
         self.vtep = None  # a models.vxlan.Vtep when the peer is the other VXLAN tunnel endpoint
-        self.nic.wire_rx(self.irq, self._rx_cost, self.deliver)
+        self.nic.wire_rx(self.irqs if nq > 1 else self.irq, self._rx_cost, self.deliver)
 
     @property
     def tso(self) -> bool:
         return self.nic.params.tso
 
+    def irq_of(self, flow: int) -> Context:
+        """The softirq context of the queue ``flow`` hashes to (its ACKs leave from there)."""
+        if len(self.irqs) == 1:
+            return self.irq
+        return self.nic.rx_queues[self.nic.rss_queue(flow)].context
+
     def app_context(self, flow: int) -> Context:
         if flow not in self._apps:
-            n = len(self.cpu.cores)
-            core = self.cpu.core(1 + len(self._apps) % max(1, n - 1)) if n > 1 else self.cpu.core(0)
+            n, first = len(self.cpu.cores), len(self.irqs)
+            core = (self.cpu.core(first + len(self._apps) % (n - first)) if n > first
+                    else self.cpu.core(len(self._apps) % n))
             self._apps[flow] = Context(self.env, f"{self.name}.app{flow}", core,
                                        rng=self._rng(f"{self.name}.app{flow}"))
         return self._apps[flow]
 
     def contexts(self) -> list[Context]:
-        return [self.irq, *self._apps.values()]
+        return [*self.irqs, *self._apps.values()]
 
     def driver_charges(self, direction: str) -> list[costs.Charge]:
         """The client's NIC driver on ``direction`` (``sim.path``)."""
@@ -112,6 +129,6 @@ class PeerHost(StackHost):
             burst = self.vtep.encap(burst)
         costs.add(terms, costs.DRIVER_TX,
                   self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0))
-        ctx = self.irq if burst.kind == ACK else self.app_context(burst.flow)
+        ctx = self.irq_of(burst.flow) if burst.kind == ACK else self.app_context(burst.flow)
         ctx.then(terms, lambda: self.nic.send(burst), packets=burst.packets,
                  n_bytes=burst.payload_bytes)

@@ -93,7 +93,7 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
     probe = Burst(DATA, f, 0, 1, 1, 0, 1, dst=v, src=v)
     txq, rxq = vnic.tx_queue_of(probe), vnic.rx_queue_of(probe)
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
-    peer_rxq = peer.nic.rx_queues[0]
+    peer_rxq = peer.nic.rx_queues[peer.nic.rss_queue(f) if len(peer.nic.rx_queues) > 1 else 0]
     # The VM's transmit side, from its vCPU to the wire, and its receive side back up.
     vm_tx = [_ring(txq.ring),
              _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
@@ -111,10 +111,10 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
         sender, receiver = vm.charges("sender"), peer.charges("receiver")
         path.data = [_ctx(vm.app_context(f), _pick(sender, costs.APP_SEND, costs.STACK_TX),
                           vnic.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
-                     _ctx(peer.irq, peer.driver_charges("rx"),
+                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
                           _pick(receiver, costs.STACK_RX)),
                      _ctx(peer.app_context(f), _pick(receiver, costs.APP_RECV))]
-        path.acks = [_ctx(peer.irq, _pick(receiver, costs.STACK_ACK_TX),
+        path.acks = [_ctx(peer.irq_of(f), _pick(receiver, costs.STACK_ACK_TX),
                           peer.driver_charges("tx")), *peer_tx, *vm_rx,
                      _ctx(rxq.vcpu, vnic.guest_charges("rx"),
                           _pick(sender, costs.STACK_ACK_RX))]
@@ -127,7 +127,7 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
                      _ctx(vm.app_context(f), _pick(receiver, costs.APP_RECV))]
         path.acks = [_ctx(vm.app_context(f), _pick(receiver, costs.STACK_ACK_TX),
                           vnic.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
-                     _ctx(peer.irq, peer.driver_charges("rx"),
+                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
                           _pick(sender, costs.STACK_ACK_RX))]
     return path
 

@@ -6,7 +6,9 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
 
 - ``pinned`` (the sources' set-up; 000 pins the VM and the vector to adjoining cores): vector
   ``j`` on core ``irq_core + j``; the VMs' contexts (vCPUs, then networking contexts, VM by VM)
-  take the other cores in order, then every core round again (sharing, with world switches).
+  take the other cores in order, then those cores round again (sharing, with world switches):
+  the vectors' cores stay the vectors' own, as ESX's load-balancing scheduler keeps worlds off
+  a core its interrupt handler keeps busy (only a host with no other core shares them).
 - ``spread``: vectors as ``pinned``; VM ``i`` goes to node ``i mod sockets`` and takes that
   node's other cores in order, then the node's cores round again.
 - ``numa_io``: ``pinned`` as the default layout, plus a *NUMA layout* in which each card's
@@ -86,7 +88,7 @@ class Placement:
 
     def _next_pinned(self) -> int:
         i, self._i = self._i, self._i + 1
-        return self._free[i] if i < len(self._free) else (i - len(self._free)) % self.n_cores
+        return self._free[i % len(self._free)] if self._free else i % self.n_cores
 
     def _next_spread(self) -> int:
         node = self._vm_node

@@ -55,8 +55,13 @@ def test_nonlinear_monotone_loads():
 @pytest.fixture(scope="module")
 def solved():
     out = {}
+    # TX against a client with LRO (one ACK per aggregate): the VM's vCPU has room and the wire
+    # binds, so the closed form below applies (the default RHEL5 client ACKs every second frame
+    # and the vCPU binds instead).
+    extra = {"e35_tx_single_vm": ["peer.lro_max_bytes=65536", "peer.rx_queues=1"]}
     for name in ("e35_tx_single_vm", "e35_rx_single_vm"):
-        out[name] = fluid.solve(compose_checked("configs", [f"experiment={name}"]))
+        out[name] = fluid.solve(compose_checked("configs", [f"experiment={name}",
+                                                            *extra.get(name, [])]))
     return out
 
 
