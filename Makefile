@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all validate bench clean
+.PHONY: run test test-all validate bench clean mutants properties-long
 
 # (Re)install when the venv is missing or setup.cfg/pyproject.toml changed.
 $(STAMP): setup.cfg pyproject.toml
@@ -27,6 +27,15 @@ validate: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m sim bench $(ARGS)
+
+# Mutation check (tests/mutants.py): each mechanism's keys x0 and x5, the whole-model suites
+# run against each; prints which mutations the tests catch (docs/testing.md).
+mutants: $(STAMP)
+	$(PY) -m tests.mutants $(ARGS)
+
+# The property tests with 1000+ examples each (tests/system/test_properties.py).
+properties-long: $(STAMP)
+	$(PY) -m pytest -m slow tests/system/test_properties.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache
