@@ -27,6 +27,12 @@ N and the goal is exponent <= 1.05; in the VM series the port saturates from abo
 traffic per VM falls as 1/N and the exponent shows only the per-VM overhead (ideally below 1).
 Goals are printed beside the figures and never asserted: the machine is shared and noisy.
 Uses only APIs that older checkouts have too (compose_checked, build, snapshot, measure).
+
+``--long``: one long run instead (``LONG_SCENARIO``, the 16-VM receive scenario S2) of
+``--long-seconds`` simulated seconds (600), with the current RSS (``VmRSS``, after a garbage
+collection), the peak (``VmHWM``), the event queue's length and the interval's goodput sampled
+every ``--long-sample-s`` simulated seconds (60). The first sample ends the warm-up; the run
+passes when the current RSS of every later sample is within ``LONG_GROWTH_LIMIT`` (10%) of it.
 """
 from __future__ import annotations
 
@@ -81,6 +87,72 @@ COLUMNS = [  # (figure, header, format)
     ("events_per_tso_segment", "events/tso_seg", "{:.1f}"), ("peak_rss_mb", "rss_mb", "{:.0f}"),
     ("goodput_gbps", "goodput_gbps", "{:.4g}"), ("host_cpu_util_pct", "cpu_util_pct", "{:.4g}"),
 ]
+
+
+LONG_SCENARIO = "S2"
+LONG_GROWTH_LIMIT = 0.10
+
+
+def _rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set of this process in MB: ``VmRSS`` and ``VmHWM``."""
+    cur = peak = float("nan")
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                cur = int(line.split()[1]) / 1024
+            elif line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return cur, peak
+
+
+def run_long(seconds: float, sample_s: float, out=sys.stdout) -> dict:
+    """The long run (``--long``): memory sampled every ``sample_s`` simulated seconds."""
+    import gc
+
+    from sim.builder import build
+    from sim.compose import compose_checked
+    from sim.metrics import measure, snapshot
+    overrides = SCENARIOS[LONG_SCENARIO][0]
+    cfg = compose_checked(CONFIG_DIR, overrides)
+    model = build(cfg, 0)
+    env = model.env
+    print(f"# long run: {LONG_SCENARIO} ({' '.join(overrides)}), {seconds:g} s simulated, "
+          f"memory every {sample_s:g} s; the first sample ends the warm-up", file=out)
+    print(f"{'sim_s':>8}  {'rss_mb':>8}  {'peak_mb':>8}  {'queue':>7}  {'goodput_gbps':>12}  "
+          f"{'sim_s/cpu_s':>11}", file=out, flush=True)
+    samples = []
+    t, c0 = 0.0, time.process_time()
+    s0 = snapshot(model)
+    while t < seconds - 1e-9:
+        step = min(sample_s, seconds - t)
+        env.run(until=t + step)
+        t += step
+        s1 = snapshot(model)
+        summary, _ = measure(model, s0, s1, step, 0)
+        s0 = s1
+        gc.collect()
+        cur, peak = _rss_mb()
+        cpu = time.process_time() - c0
+        c0 = time.process_time()
+        samples.append({"sim_s": t, "rss_mb": cur, "peak_rss_mb": peak,
+                        "event_queue": len(env._queue), "goodput_gbps": summary["goodput_gbps"],
+                        "sim_s_per_cpu_s": step / cpu if cpu else float("nan")})
+        r = samples[-1]
+        print(f"{t:8.1f}  {cur:8.1f}  {peak:8.1f}  {r['event_queue']:7d}  "
+              f"{r['goodput_gbps']:12.4g}  {r['sim_s_per_cpu_s']:11.3f}", file=out, flush=True)
+    base = samples[0]["rss_mb"]
+    growth = max(r["rss_mb"] for r in samples) / base - 1 if len(samples) > 1 else 0.0
+    peak_growth = samples[-1]["peak_rss_mb"] / samples[0]["peak_rss_mb"] - 1
+    ok = growth <= LONG_GROWTH_LIMIT
+    print(f"memory after warm-up ({samples[0]['sim_s']:g} s, {base:.1f} MB): largest current "
+          f"RSS {growth:+.1%}, peak {peak_growth:+.1%} (limit +{LONG_GROWTH_LIMIT:.0%}): "
+          f"{'OK, no growth beyond the limit' if ok else 'GREW beyond the limit'}"
+          + ("" if len(samples) > 2 else " (too few samples to judge)"), file=out, flush=True)
+    return {"scenario": LONG_SCENARIO, "overrides": overrides, "seconds": seconds,
+            "sample_s": sample_s, "samples": samples, "growth": growth,
+            "peak_growth": peak_growth, "ok": ok}
 
 
 def _eid(env) -> int:
@@ -202,9 +274,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-s", type=float, default=0.05, help="simulated warm-up, untimed")
     ap.add_argument("--repeat", type=int, default=3, help="runs per scenario; medians printed")
     ap.add_argument("--json", help="also write every figure (each run too) to this file")
+    ap.add_argument("--long", action="store_true",
+                    help=f"one long run of {LONG_SCENARIO} with memory sampled (no speed table)")
+    ap.add_argument("--long-seconds", type=float, default=600.0,
+                    help="simulated seconds of the long run")
+    ap.add_argument("--long-sample-s", type=float, default=60.0,
+                    help="simulated seconds between memory samples of the long run")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # child: one run, JSON on stdout
     argv = list(sys.argv[1:] if argv is None else argv)
     a = ap.parse_args(argv)
+    if a.long:
+        if not (0 < a.long_sample_s <= a.long_seconds):
+            print(f"error: --long-sample-s={a.long_sample_s:g}: must be > 0 and <= "
+                  f"--long-seconds={a.long_seconds:g}", file=sys.stderr)
+            return 2
+        result = run_long(a.long_seconds, a.long_sample_s)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"machine": machine(argv), "long": result},
+                                               indent=1))
+        return 0 if result["ok"] else 1
     if a.one:
         print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s)))
         return 0
