@@ -89,8 +89,11 @@ def _main(argv: list[str] | None = None) -> int:
     if cmd == "validate":
         from sim.validate import main as validate_main
         return validate_main(rest)
+    if cmd == "calibrate":
+        from sim.calibrate import main as calibrate_main
+        return calibrate_main(rest)
     return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, compare, "
-                f"bench, validate")
+                f"bench, validate, calibrate")
 
 
 def fail(message: str) -> int:
@@ -203,15 +206,20 @@ def run_cli(args: list[str]) -> int:
         _print(render(CONFIG_DIR, [a for a in args if not a.startswith("-") and "=" not in a]))
         return 0
     if any(a.partition("=")[0] in SHOW_FLAGS for a in args):
+        try:
+            _check_show_args(args)
+        except ConfigError as exc:
+            return fail(str(exc))
         sys.argv = ["python -m sim run", *args]
         _hydra_main()
         return 0
-    from sim.compose import check_overrides
+    from sim.compose import check_hydra_overrides, check_overrides
     try:
         flags, overrides = _split_run_args(args)
         multirun = any(f in ("--multirun", "-m") for f in flags)
         if not multirun:
             _check_single(overrides)
+        check_hydra_overrides(CONFIG_DIR, overrides)
         overrides = check_overrides(CONFIG_DIR, overrides)
         _check_out_dir(overrides, multirun)
     except ConfigError as exc:
@@ -219,6 +227,28 @@ def run_cli(args: list[str]) -> int:
     sys.argv = ["python -m sim run", *overrides, *flags]
     _hydra_main()
     return 0
+
+
+SHOW_VALUES = {("--cfg", "-c"): ("job", "hydra", "all"),
+               ("--info", "-i"): ("all", "config", "defaults", "defaults-tree", "plugins",
+                                  "searchpath")}
+
+
+def _check_show_args(args: list[str]) -> None:
+    """The words Hydra's ``--cfg`` (needs one) and ``--info`` (may take one) accept: its own
+    argparse would print a 9-line usage instead."""
+    for i, a in enumerate(args):
+        opt, eq, value = a.partition("=")
+        for names, allowed in SHOW_VALUES.items():
+            if opt not in names:
+                continue
+            nxt = args[i + 1] if i + 1 < len(args) else ""
+            if not eq and (nxt.startswith("-") or "=" in nxt):
+                nxt = ""
+            value = value if eq else nxt
+            if (value or opt in ("--cfg", "-c")) and value not in allowed:
+                raise ConfigError(f"{opt}={value!r}: must be followed by one of "
+                                  f"{', '.join(allowed)}")
 
 
 def _split_run_args(args: list[str]) -> tuple[list[str], list[str]]:
@@ -238,8 +268,10 @@ def _split_run_args(args: list[str]) -> tuple[list[str], list[str]]:
                 raise ConfigError(f"{opt}={value!r}: unknown config; allowed: {', '.join(names)}")
             flags.append(f"--config-name={value}")
         elif opt in OTHER_CONFIGS:
-            raise ConfigError(f"{opt}: not supported by python -m sim run (the configs are "
-                              f"{CONFIG_DIR}; change them with overrides KEY=VALUE)")
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) and "=" not in args[i + 1] else ""
+            raise ConfigError(f"{opt}={value!r}: not supported by python -m sim run (the configs "
+                              f"are {CONFIG_DIR}; change them with overrides KEY=VALUE)")
         elif a.startswith("-"):
             raise ConfigError(f"unknown option {a!r} for run; allowed: --multirun, --help, "
                               f"--cfg job, --info, --config-name config")

@@ -112,10 +112,21 @@ def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
     """Validate every combination a (multi)run would compose; return the overrides to hand to
     Hydra, with ``+`` before keys the schema has but the YAML files leave at their default."""
     _check_user_overrides(config_dir, overrides)
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception as exc:
-        raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    parser = OverridesParser.create()
+    parsed = []
+    for o in overrides:
+        key = o.partition("=")[0]
+        if "=" not in o and not o.startswith("~") or not key.lstrip("+~"):
+            raise ConfigError(f"{o!r}: must be KEY=VALUE or GROUP=OPTION (python -m sim run "
+                              f"--help lists them)")
+        try:
+            parsed += parser.parse_overrides([o])
+        except Exception as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines()
+                     if ln.strip() and not ln.startswith(("Error parsing", "See https"))]
+            reason = lines[0] if lines else _first_line(exc)
+            raise ConfigError(f"{o}: cannot parse this override ({reason}); quote a value "
+                              f"with spaces or brackets: key='a b'") from None
     for o, p in zip(overrides, parsed):
         try:
             empty = p.is_sweep_override() and not list(p.sweep_string_iterator())
@@ -136,6 +147,33 @@ def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
             _check_builds(cfg)
             appended.update(o.partition("=")[0] for o in unknown)
     return [f"+{o}" if o.partition("=")[0] in appended else o for o in overrides]
+
+
+def check_hydra_overrides(config_dir: str, overrides: list[str]) -> None:
+    """Hydra's own settings (``hydra/launcher=joblib``, ``hydra.job.chdir=maybe``) composed once
+    with Hydra's config: its multi-line error becomes one line with the options it has."""
+    mine = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
+    for o in mine:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") in ("hydra.run.dir", "hydra.sweep.dir") and not value.strip():
+            raise ConfigError(f"{key}={value!r}: must be a directory name (an empty one would "
+                              f"write into the current directory)")
+    if all(o.partition("=")[0].lstrip("+") in ("hydra.run.dir", "hydra.sweep.dir")
+           for o in mine):
+        return  # the common case, checked by the CLI's directory probe: no compose needed
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(Path(config_dir).resolve()),
+                                   version_base="1.3"):
+            compose(config_name="config", overrides=mine, return_hydra_config=True)
+    except Exception as exc:
+        options = getattr(exc, "options", None)
+        bad = next((o for o in mine if o.partition("=")[0].lstrip("+~") in str(exc)
+                    or o.partition("=")[2] in str(exc)), " ".join(mine))
+        allowed = f"; allowed: {', '.join(options)}" if options else ""
+        raise ConfigError(f"{bad}: {_first_line(exc)}{allowed}") from None
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def _check_builds(cfg: Config) -> None:

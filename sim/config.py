@@ -233,8 +233,8 @@ def _check_queues(cfg: Config, max_queues: int) -> None:
 
 def _build(cls, mapping: Any, path: str):
     if not isinstance(mapping, Mapping):
-        raise ConfigError(f"{path or 'config'}={mapping!r}: must be a mapping of keys for "
-                          f"{cls.__name__}")
+        raise ConfigError(f"{path.rstrip('.') or 'config'}={mapping!r}: must be a mapping of "
+                          f"keys for {cls.__name__} (set a key inside: {path or ''}KEY=VALUE)")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}

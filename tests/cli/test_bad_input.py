@@ -1,10 +1,17 @@
 """Bad input through the CLI: exit status 2, one line on stderr naming the key and the value.
 
-Each case runs `python -m sim run ARGS` in a fresh process (all started at once); stderr
-must be exactly one non-empty line starting with "error:" that contains the key and the value,
-no traceback may appear anywhere, and nothing may be run or written.
+The catalogue (``CASES``, one parametrized test) calls ``sim.cli.main(["run", *ARGS,
+"hydra.run.dir=<an empty tmp dir>"])`` in this process (a fresh process per case cost 85 s for 43
+cases; ``test_the_catalogue_in_fresh_processes`` runs a few the real way): the exit status must
+be 2, stderr exactly one non-empty line starting with "error:" that contains the key and the
+value, stdout empty, no traceback (an exception escaping ``main`` fails the test), and the run
+directory must stay empty (nothing run, nothing written).
 """
+import os
+
 import pytest
+
+from sim.cli import main
 
 CASES = [  # (arguments, space-separated; key, value as it must appear)
     ("workload.foo=1", "workload.foo", "1"),
@@ -48,7 +55,60 @@ CASES = [  # (arguments, space-separated; key, value as it must appear)
     ("nic.tx_queues=17", "nic.tx_queues", "17"),
     ("~nic", "~nic", "intel_82598"),
     ("~workload.vms", "~workload.vms", "KEY=VALUE"),
+    # the size estimate (VNETSIM_MEMORY_BYTES: the memory it takes as available, see ENV)
+    ("workload.vms=64 workload.sessions_per_vm=64", "workload.sessions_per_vm", "64"),
+    # odd types: a bool, an empty string, a list, a mapping, null, hex, a float for an int
+    ("workload.vms=true", "workload.vms", "True"),
+    ("workload.vms=''", "workload.vms", "''"),
+    ("workload.vms=[1,2]", "workload.vms", "[1, 2]"),
+    ("workload.vms={a:1}", "workload.vms", "{'a': 1}"),
+    ("workload.vms=null", "workload.vms", "None"),
+    ("workload.socket_bytes=0x10", "workload.socket_bytes", "0x10"),
+    ("nic.link.mtu_bytes=1500.5", "nic.link.mtu_bytes", "1500.5"),
+    ("workload.socket_bytes=1e400", "workload.socket_bytes", "inf"),
+    ("meta.name=5", "meta.name", "5"),
+    ("meta=3", "meta", "3"),
+    ("host.cpu=3", "host.cpu", "3"),
+    # out of range, unknown names
+    ("run.seed=-1", "run.seed", "-1"),
+    ("run.engine=quantum", "run.engine", "quantum"),
+    ("run.measure_s=0", "run.measure_s", "0"),
+    ("host.cpu.clock_hz=0", "host.cpu.clock_hz", "0"),
+    ("host.cpu.jitter_cv=2", "host.cpu.jitter_cv", "2"),
+    ("host.irq_core=99", "host.irq_core", "99"),
+    ("host.placement=random", "host.placement", "random"),
+    ("host.numa.card_node=9", "host.numa.card_node", "9"),
+    ("nic.coalescing.mode=turbo", "nic.coalescing.mode", "turbo"),
+    ("pcie.lanes=3", "pcie.lanes", "3"),
+    ("guest.vcpus=1000", "guest.vcpus", "1000"),
+    ("workload.kind=''", "workload.kind", "''"),
+    ("workload.direction=sideways", "workload.direction", "sideways"),
+    ("workload.rr.latency_sample_capacity=10", "workload.rr.latency_sample_capacity", "10"),
+    ("workload.kind=udp_multicast workload.multicast.packet_bytes=100000",
+     "workload.multicast.packet_bytes", "100000"),
+    ("experiment=''", "experiment", "''"),
+    ("vnic=vmxnet3", "vnic.model", "vmxnet3"),
+    # not an override at all; what Hydra's parser refuses
+    ("=5", "'=5'", "=5"),
+    ("workload.vms", "'workload.vms'", "workload.vms"),
+    ("workload.vms=1)", "workload.vms", "1)"),
+    ("--multirun workload.vms=choice()", "workload.vms", "choice()"),
+    ("--multirun workload.vms=1,abc", "workload.vms", "abc"),
+    ("--multirun workload.vms=range(0,3)", "workload.vms", "0"),
+    # Hydra's own options and settings
+    ("--cfg", "--cfg", "''"),
+    ("--cfg nope", "--cfg", "nope"),
+    ("--info foo", "--info", "foo"),
+    ("--config-dir /tmp", "--config-dir", "/tmp"),
+    ("hydra/launcher=joblib", "hydra/launcher", "joblib"),
+    ("hydra/sweeper=optuna", "hydra/sweeper", "optuna"),
+    ("hydra.job.chdir=maybe", "hydra.job.chdir", "maybe"),
+    ("hydra.foo=1", "hydra.foo", "1"),
+    ("hydra.run.dir=", "hydra.run.dir", "''"),
 ]
+ENV = {  # environment of a case
+    "workload.vms=64 workload.sessions_per_vm=64": {"VNETSIM_MEMORY_BYTES": "1e8"},
+}
 ALLOWED = {  # what the line must say is allowed (the bound, the fix)
     "run.measure_s=1e9": "<= 1000",
     "run.warmup_s=5000": "0..1000",
@@ -59,17 +119,22 @@ ALLOWED = {  # what the line must say is allowed (the bound, the fix)
     "workload.vms=1,2": "--multirun",
     "--config-name nope": "allowed: config",
     "--multirun workload.vms=range(1,1)": "0 jobs",
+    "workload.vms=64 workload.sessions_per_vm=64": "must be <= ",
+    "hydra/launcher=joblib": "allowed: basic",
+    "--cfg nope": "job, hydra, all",
+    "workload.vms=''": "must be an integer",
 }
 
 
-@pytest.fixture(scope="module")
-def runs(sim_cli_many, tmp_path_factory):
-    """override -> (CompletedProcess, its run directory)."""
-    dirs = [tmp_path_factory.mktemp("bad") for _ in CASES]
-    procs = sim_cli_many([["run", *case[0].split(),
-                           f"hydra.{'sweep' if '--multirun' in case[0] else 'run'}.dir={d}"]
-                          for case, d in zip(CASES, dirs)])
-    return {case[0]: (p, d) for case, p, d in zip(CASES, procs, dirs)}
+def _args(case: str, run_dir) -> list[str]:
+    import shlex
+    key = "hydra.sweep.dir" if "--multirun" in case else "hydra.run.dir"
+    extra = [] if key in case else [f"{key}={run_dir}"]
+    return ["run", *shlex.split(case), *extra]
+
+
+def test_the_catalogue_is_large_and_unique():
+    assert len(CASES) >= 60 and len({c[0] for c in CASES}) == len(CASES)
 
 
 def check_one_line_error(proc, key, value):
@@ -81,44 +146,92 @@ def check_one_line_error(proc, key, value):
     assert key in lines[0] and value in lines[0], lines[0]
 
 
+@pytest.fixture
+def run_main(capsys, monkeypatch):
+    """run_main(args, env={...}) -> CompletedProcess of ``main(args)`` in this process."""
+    def _run(args: list[str], env: dict | None = None):
+        import subprocess
+        for name, v in (env or {}).items():
+            monkeypatch.setenv(name, v)
+        monkeypatch.setattr("sys.argv", ["python -m sim"])
+        cwd = os.getcwd()
+        capsys.readouterr()
+        try:
+            status = main(args)
+        except SystemExit as exc:  # Hydra's own exit: also a failure of the one-line promise
+            status = exc.code
+        out, err = capsys.readouterr()
+        assert os.getcwd() == cwd
+        return subprocess.CompletedProcess(args, status, out, err)
+    return _run
+
+
 @pytest.mark.parametrize("override,key,value", CASES, ids=[c[0] for c in CASES])
-def test_bad_override_is_one_line_and_exit_2(override, key, value, runs):
-    proc, run_dir = runs[override]
+def test_bad_override_is_one_line_and_exit_2(override, key, value, tmp_path, run_main):
+    proc = run_main(_args(override, tmp_path), ENV.get(override))
+    out, err = proc.stdout, proc.stderr
     check_one_line_error(proc, key, value)
-    assert ALLOWED.get(override, "") in proc.stderr
-    assert not list(run_dir.iterdir())  # nothing run, nothing written
+    assert out == ""
+    assert ALLOWED.get(override, "") in err
+    assert not list(tmp_path.iterdir())  # nothing run, nothing written
+
+
+FRESH = ["workload.socket_bytes=nan", "hydra/launcher=joblib",
+         "workload.vms=64 workload.sessions_per_vm=64"]
+
+
+def test_the_catalogue_in_fresh_processes(tmp_path):
+    """A few cases the real way (``python -m sim run``, all started at once)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    cases = {c[0]: c for c in CASES}
+    dirs = [tmp_path / str(i) for i in range(len(FRESH))]
+    procs = []
+    for case, d in zip(FRESH, dirs):
+        d.mkdir()
+        procs.append(subprocess.Popen([sys.executable, "-m", "sim", *_args(case, d)], cwd=REPO,
+                                      env={**os.environ, **ENV.get(case, {})}, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for case, d, p in zip(FRESH, dirs, procs):
+        out, err = p.communicate(timeout=120)
+        check_one_line_error(subprocess.CompletedProcess(case, p.returncode, out, err),
+                             *cases[case][1:])
+        assert out == "" and not list(d.iterdir())
 
 
 @pytest.mark.parametrize("where", ["/proc/vnetsim", "/dev/null/vnetsim", "FILE/sub"])
 @pytest.mark.parametrize("multirun", [False, True], ids=["run", "multirun"])
-def test_an_output_directory_that_cannot_be_made_is_one_line(where, multirun, sim_cli, tmp_path):
+def test_an_output_directory_that_cannot_be_made_is_one_line(where, multirun, run_main,
+                                                             tmp_path):
     """Checked before anything runs: can the directory be created and written?"""
     if where.startswith("FILE"):
         (tmp_path / "file").write_text("")
         where = str(tmp_path / "file" / "sub")
     key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    proc = sim_cli("run", *(["--multirun"] if multirun else []), "run.measure_s=0.001",
-                   f"{key}={where}")
+    proc = run_main(["run", *(["--multirun"] if multirun else []), "run.measure_s=0.001",
+                     f"{key}={where}"])
     check_one_line_error(proc, key, where)
     assert "created and written" in proc.stderr
 
 
-def test_bad_value_inside_a_sweep_is_caught_before_any_run(sim_cli, tmp_path):
-    proc = sim_cli("run", "--multirun", "workload.vms=1,0", f"hydra.sweep.dir={tmp_path}")
+def test_bad_value_inside_a_sweep_is_caught_before_any_run(run_main, tmp_path):
+    proc = run_main(["run", "--multirun", "workload.vms=1,0", f"hydra.sweep.dir={tmp_path}"])
     check_one_line_error(proc, "workload.vms", "0")
     assert not list(tmp_path.rglob("results.json"))
 
 
-def test_unknown_command(sim_cli):
-    proc = sim_cli("nope")
+def test_unknown_command(run_main):
+    proc = run_main(["nope"])
     check_one_line_error(proc, "nope", "nope")
 
 
-def test_vxlan_tx_ring_too_small_for_a_software_segmented_tso_packet(sim_cli, tmp_path):
+def test_vxlan_tx_ring_too_small_for_a_software_segmented_tso_packet(run_main, tmp_path):
     """Without VXLAN offload a 64KB TSO segment needs 65160 / 1448 = 45 TX ring slots;
     fewer used to stall the uplink silently (goodput 0)."""
-    proc = sim_cli("run", "experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
-                   "nic.tx_ring_slots=32", f"hydra.run.dir={tmp_path}")
+    proc = run_main(["run", "experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
+                     "nic.tx_ring_slots=32", f"hydra.run.dir={tmp_path}"])
     check_one_line_error(proc, "nic.tx_ring_slots", "32")
     assert ">= 45" in proc.stderr
     assert not list(tmp_path.rglob("results.json"))
