@@ -9,6 +9,7 @@ registers the ``mul`` resolver the experiment files use for counts that follow a
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from pathlib import Path
@@ -21,6 +22,9 @@ import yaml
 from omegaconf import OmegaConf
 
 from sim.config import Config, ConfigError, to_config
+
+
+MAX_SWEEP_JOBS = 1000  # combinations one --multirun may hold (each is composed and built first)
 
 
 def _mul(*factors):
@@ -127,13 +131,21 @@ def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
             reason = lines[0] if lines else _first_line(exc)
             raise ConfigError(f"{o}: cannot parse this override ({reason}); quote a value "
                               f"with spaces or brackets: key='a b'") from None
+    jobs, widest = 1, (None, 0)
     for o, p in zip(overrides, parsed):
-        try:
-            empty = p.is_sweep_override() and not list(p.sweep_string_iterator())
+        try:  # counted up to the limit: range(1,10**12) must not be listed
+            n = len(list(itertools.islice(p.sweep_string_iterator(), MAX_SWEEP_JOBS + 1))) \
+                if p.is_sweep_override() else 1
         except Exception:  # a sweep the basic sweeper cannot list (interval): Hydra says so
-            empty = False
-        if empty:
+            n = 1
+        if n == 0:
             raise ConfigError(f"{o}: must give at least one value (this sweep has 0 jobs)")
+        jobs *= n
+        widest = max(widest, (o, n), key=lambda t: t[1])
+    if jobs > MAX_SWEEP_JOBS:
+        raise ConfigError(f"{widest[0]}: must make at most {MAX_SWEEP_JOBS} jobs in all with "
+                          f"the other sweeps (this makes more; each job is checked before the "
+                          f"first runs): split it into several --multirun sweeps")
     try:
         batches = BasicSweeper.split_arguments(parsed, None)
     except Exception as exc:  # a sweep the basic sweeper cannot expand (interval, tag)

@@ -95,6 +95,11 @@ CASES = [  # (arguments, space-separated; key, value as it must appear)
     ("--multirun workload.vms=choice()", "workload.vms", "choice()"),
     ("--multirun workload.vms=1,abc", "workload.vms", "abc"),
     ("--multirun workload.vms=range(0,3)", "workload.vms", "0"),
+    ("--multirun workload.vms=range(1,1000000000000)", "workload.vms", "range(1,1000000000000)"),
+    ("--multirun workload.vms=range(1,40) workload.sessions_per_vm=range(1,40)", "workload.vms",
+     "range(1,40)"),
+    ("--multirun workload.vms=interval(1,2)", "workload.vms", "interval(1,2)"),
+    ("wörkload.vms=1", "wörkload.vms", "1"),
     # Hydra's own options and settings
     ("--cfg", "--cfg", "''"),
     ("--cfg nope", "--cfg", "nope"),
@@ -123,6 +128,7 @@ ALLOWED = {  # what the line must say is allowed (the bound, the fix)
     "hydra/launcher=joblib": "allowed: basic",
     "--cfg nope": "job, hydra, all",
     "workload.vms=''": "must be an integer",
+    "--multirun workload.vms=range(1,1000000000000)": "at most 1000 jobs",
 }
 
 
