@@ -174,6 +174,12 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
                                                  "due [us]",
     "MulticastWorkloadParams.skb_truesize_bytes": "buffer charged per datagram against the "
                                                   "socket [bytes]",
+    "CalibrationParams.name": "the calibration's name (configs/calibration/NAME.yaml) [text]",
+    "CalibrationParams.date": "when it was fitted [text]",
+    "CalibrationParams.fitted_on": "the validation targets it was fitted on [text]",
+    "CalibrationParams.values": "fitted values by profile and parameter [mapping]",
+    "CalibrationParams.residuals": "each training check's relative error after the fit "
+                                   "[mapping]",
 }
 COST_DOC = ("A cost KEY.{fixed,per_packet,per_byte}_cycles is three keys: cycles once per call "
             "or batch, per packet, per byte [cycles] (>= 0); its line shows the three defaults.")
@@ -216,6 +222,7 @@ SECTIONS = {  # the top-level groups, in the order of configs/config.yaml
     "peer": "the client machine at the other end of the link",
     "tcp": "TCP behaviour shared by both ends",
     "workload": "what runs: kind, VMs, sessions, sizes",
+    "calibration": "fitted values (configs/calibration/; none: the priors)",
 }
 
 
