@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from models import units
 from models.cpu import Context
 from sim.builder import build
 from sim.metrics import measure, snapshot
@@ -162,8 +163,7 @@ def test_software_lro_merges_up_to_its_size_limit(run, configured):
     max_bytes = configured(LRO, "hypervisor.software_lro_max_bytes")
     assert configured(LRO, "hypervisor.features.software_lro") is True
     model, s, t = run(LRO)
-    mss = model.workload.mss_bytes if hasattr(model.workload, "mss_bytes") else 1448
-    cap = max_bytes // mss
+    cap = max_bytes // units.mss_bytes(model.cfg.nic.link.mtu_bytes, model.cfg.tcp.timestamps)
     v = t["vnics"].iloc[0]
     per_aggregate = v["rx_frames_per_s"] / v["rx_packets_per_s"]
     assert cap / 2 < per_aggregate <= cap
@@ -265,8 +265,8 @@ def test_tso_segments_are_cut_into_mss_frames_up_to_the_size_limit(run, configur
     512KB sockets more than half that. Without TSO every packet is one frame and the host
     spends more cycles per bit."""
     tso_max = configured(TSO, "nic.tso_max_bytes")
-    cap = tso_max // 1448
-    _, s, t = run(TSO)
+    model, s, t = run(TSO)
+    cap = tso_max // units.mss_bytes(model.cfg.nic.link.mtu_bytes, model.cfg.tcp.timestamps)
     nic = t["nics"].set_index("nic").loc["nic0"]
     per_packet = nic["tx_frames_per_s"] / nic["tx_packets_per_s"]
     assert cap / 2 < per_packet <= cap
