@@ -63,8 +63,7 @@ def test_mm1k_blocking_fraction(rho, k, ci):
     st = stats.stages["q"]
     assert st.arrived_frames == N
     assert st.conservation_error() == (0, 0)
-    mean, half = ci(per_batch, n_batches=BATCHES)
-    assert mean == pytest.approx(st.total_dropped_frames() / N)
+    mean, half = ci(per_batch, n_batches=BATCHES)  # equal batches: mean = dropped / N
     theory = blocking(rho, k)
     assert abs(mean - theory) <= 1.5 * half, (mean, half, theory)
     assert half < 0.15 * theory
