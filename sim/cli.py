@@ -188,6 +188,15 @@ def path_cli(args: list[str]) -> int:
 def compose_config(overrides: list[str]) -> Config:
     """Compose the Hydra config for ``overrides`` and validate it (raises ConfigError)."""
     from sim.compose import compose_checked
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    for o in overrides:  # path and compare take one config: a sweep is one line, not Hydra's
+        try:
+            sweep = OverridesParser.create().parse_overrides([o])[0].is_sweep_override()
+        except Exception:  # compose_checked reports it
+            continue
+        if sweep:
+            raise ConfigError(f"{o}: must be one value here (a comma list, range() or choice() "
+                              f"is a sweep: python -m sim run --multirun {o})")
     return compose_checked(CONFIG_DIR, overrides)
 
 

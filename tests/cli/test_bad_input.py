@@ -241,3 +241,10 @@ def test_vxlan_tx_ring_too_small_for_a_software_segmented_tso_packet(run_main, t
     check_one_line_error(proc, "nic.tx_ring_slots", "32")
     assert ">= 45" in proc.stderr
     assert not list(tmp_path.rglob("results.json"))
+
+
+@pytest.mark.parametrize("cmd", ["path", "compare"])
+def test_a_sweep_given_to_path_or_compare_is_one_line(cmd, run_main):
+    proc = run_main([cmd, "workload.vms=1,2"])
+    check_one_line_error(proc, "workload.vms", "1,2")
+    assert "--multirun" in proc.stderr
