@@ -313,7 +313,8 @@ def test_each_exit_costs_the_modes_price_on_the_vcpu(run, configured):
     model, s, t = run(E1000)
     exits = s["exits_per_s"]
     assert exits > 0
-    assert term_per_s(t, "exits") / exits == pytest.approx(price, rel=1e-6)
+    # within 2%: an exit counted in the window may have been charged at its edge
+    assert term_per_s(t, "exits") / exits == pytest.approx(price, rel=0.02)
     model0, s0, t0 = run([*E1000, "hypervisor.vm_exit_cycles=0"])
     assert term_per_s(t0, "exits") == 0
     vcpu = ["vm0.vcpu0"]
