@@ -41,8 +41,8 @@ class PeerParams:
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
-    rx_queues: int = 1  # RSS receive queues, each with a softirq context on its own core
-    lro_max_bytes: int = 65536  # LRO on the client's NIC driver (ixgbe); 0 = off
+    rx_queues: int = 8  # RSS receive queues, each with a softirq context on its own core
+    lro_max_bytes: int = 0  # LRO on the client's NIC driver; 0 = off (RHEL5's 2.6.18 has none)
     # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
     # LRO merges the frames after decapsulation.
     lro_tunnelled: bool = True

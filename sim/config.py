@@ -110,6 +110,24 @@ class MetaParams:
     source: str = "E35-tx-std"  # the claim ids or study this experiment reproduces
 
 
+@dataclass(frozen=True)
+class CalibrationParams:
+    """The fitted values a run uses: ``calibration=<name>`` picks ``configs/calibration/<name>
+    .yaml`` (written by ``python -m sim calibrate``; ``none``: the priors alone). A profile file
+    reads a calibrated parameter as ``${oc.select:calibration.values.<profile>.<param>,<prior>}``,
+    so a value the calibration does not give falls back on the prior, and a user's override of
+    the profile's key wins over both. ``fitted_on``: the target ids of
+    ``validation/targets.yaml`` the values were fitted on; ``residuals``: each training check's
+    relative error after the fit."""
+
+    name: str = "none"
+    date: str = ""
+    fitted_on: str = ""
+    # Not compared: the values live on in the profile fields that read them (Config is hashed).
+    values: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
+    residuals: dict[str, float] = field(default_factory=dict, compare=False)
+
+
 ENGINES = ("des", "fluid")
 FLUID_KINDS = ("tcp_stream", "http")  # what sim/fluid.py solves
 
@@ -192,6 +210,7 @@ class Config:
     peer: PeerParams = field(default_factory=PeerParams)
     tcp: TcpParams = field(default_factory=TcpParams)
     workload: WorkloadParams = field(default_factory=WorkloadParams)
+    calibration: CalibrationParams = field(default_factory=CalibrationParams)
 
 
 def _check_cores(cpu: CpuParams, path: str) -> None:

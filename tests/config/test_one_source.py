@@ -40,11 +40,27 @@ def _differences(default, composed, built, path: str) -> list[str]:
     return out
 
 
+# The dataclass defaults are the priors: the default composition without the calibration layer
+# (``configs/calibration/``, which replaces a few priors by fitted values).
+PRIORS = ["calibration=none"]
+
+
 def test_dataclass_defaults_are_the_default_composition():
-    composed = compose_dict(CONFIG_DIR, [])
+    composed = compose_dict(CONFIG_DIR, list(PRIORS))
     diffs = _differences(Config(), composed, to_config(composed), "")
     assert not diffs, "\n".join(diffs)
 
 
-def test_the_default_config_is_the_default_run():
-    assert Config() == to_config(compose_dict(CONFIG_DIR, []))
+def test_the_default_config_is_the_uncalibrated_default_run():
+    assert Config() == to_config(compose_dict(CONFIG_DIR, list(PRIORS)))
+
+
+def test_the_default_run_uses_the_default_calibration():
+    cfg = to_config(compose_dict(CONFIG_DIR, []))
+    assert cfg.calibration.name == "default" and cfg.calibration.values
+    # each calibrated value reaches the profile that reads it
+    for profile, params in cfg.calibration.values.items():
+        assert params, profile
+    stack = cfg.guest.stack
+    assert stack.recv_call.per_byte_cycles == \
+        cfg.calibration.values["rhel5_64"]["recv_call_per_byte_cycles"]
