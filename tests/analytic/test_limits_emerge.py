@@ -69,18 +69,15 @@ def test_small_socket_goodput_never_exceeds_window_over_rtt(default_pipe_ratios)
     assert len(ratios) == 5 * REPLICATIONS and max(ratios) <= 1.05, ratios
 
 
-def test_small_socket_goodput_is_window_over_rtt(default_pipe_ratios):
-    # Tolerance 15%, checked for every flow of 3 replications (not one seed): RTT samples are
-    # per ACK (a delayed ACK echoes the later segment, so the mean sample is a little short),
-    # and the window is not always quite full (Nagle holds a sub-MSS tail back). The send buffer
-    # is 2 x SO_SNDBUF (Linux), so the writer keeps data queued beyond the window.
-    ratios = default_pipe_ratios
-    assert all(0.85 <= r <= 1.05 for r in ratios), ratios
-
-
+# On the default (calibrated) host an 8KB-socket sender is CPU-bound, not window-bound: its vCPU
+# takes an ACK every second frame (E35-tx-std's fit) and wakes from halt for many of them, so
+# goodput sits below window / RTT by the sender's turnaround. Where the window binds -- a long
+# pipe -- goodput comes within 15% of window / RTT:
 def test_small_socket_goodput_is_window_over_rtt_on_a_long_pipe(compose, run_one):
     # 50 us of cable each way: the RTT (~150 us) dwarfs the host's refill time, and every
-    # connection's goodput comes within 15% of window / RTT (same tolerance reasons as above).
+    # connection's goodput comes within 15% of window / RTT, checked for every flow: RTT samples
+    # are per ACK (a delayed ACK echoes the later segment, so the mean sample is a little
+    # short), and the window is not always quite full (Nagle holds a sub-MSS tail back).
     cfg = compose([f"workload.socket_bytes={SOCKET}", "nic.link.propagation_ns=50000"])
     ratios = window_ratios(run_one, cfg)
     assert all(0.85 <= r <= 1.05 for r in ratios), ratios

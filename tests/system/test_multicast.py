@@ -71,7 +71,9 @@ def test_sender_bursts_carry_the_packets_due(compose):
 def test_loss_ratio_counts_a_socket_drop_once(compose, run_one):
     """A datagram the socket drops reached the stack but was not delivered: the host-wide
     loss_ratio (drops / (drops + delivered)) must agree with multicast_loss_ratio."""
+    # bursts of 4 datagrams (a 100 us sender timer) into a one-datagram socket
     cfg = compose(["workload=udp_multicast", "workload.socket_bytes=1448", "workload.vms=2",
+                   "workload.multicast.burst_interval_us=100",
                    "run.warmup_s=0.02", "run.measure_s=0.05"], short=False)
     _, summary, tables = run_one(cfg)
     assert tables["multicast"]["drops_socket_full"].sum() > 0

@@ -18,5 +18,6 @@ def test_every_peer_context_has_its_own_named_stream():
     peer = PeerHost(simpy.Environment(), "peer0", PeerParams(), NicParams(), TcpParams(), Stats(),
                     rng)
     a, b = peer.app_context(0), peer.app_context(1)
-    assert names == ["peer0.softirq", "peer0.app0", "peer0.app1"]
-    assert len({id(c._jitter.rng) for c in (peer.irq, a, b)}) == 3
+    irqs = ["peer0.softirq"] + [f"peer0.softirq{k}" for k in range(1, PeerParams().rx_queues)]
+    assert names == [*irqs, "peer0.app0", "peer0.app1"]
+    assert len({id(c._jitter.rng) for c in (*peer.irqs, a, b)}) == len(irqs) + 2
