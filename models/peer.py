@@ -12,8 +12,8 @@ aggregate while the driver pays per frame; tunnelled frames too (``lro_tunnelled
 VXLAN: with a ``vtep`` (set by the builder when the vswitch tunnels) the peer is the other tunnel
 endpoint: it encapsulates what it sends and pays the same encapsulation and decapsulation cycles
 as the host (``models.vxlan``).
-Left out: the client's own PCIe and NUMA, its qdisc (a full
-TX ring drops, reason ``tx_ring_full``; the default ring is large enough that TCP never fills it).
+Left out: the client's own PCIe and NUMA, its qdisc (a full TX ring drops, reason
+``tx_ring_full``; the default ring is large enough that TCP never fills it).
 Units: cycles, bytes.
 """
 from __future__ import annotations
