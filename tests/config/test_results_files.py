@@ -7,6 +7,7 @@ import json
 import math
 
 import pandas as pd
+import pytest
 
 SUMMARY_KEYS = {"goodput_gbps", "wire_frames_per_s", "host_packets_per_s", "loss_ratio",
                 "host_cpu_util_pct", "cycles_per_bit", "rtt_us", "jain_index",
@@ -28,8 +29,10 @@ def test_cli_run_writes_results(sim_cli, tmp_path):
     assert res["config"]["run"]["replications"] == 2
     assert res["config"]["workload"]["direction"] == "rx"
     g, ci = res["summary"]["goodput_gbps"], res["summary_ci95"]["goodput_gbps"]
-    assert g > 0 and ci is not None and math.isfinite(ci) and ci >= 0
-    assert g == sum(r["goodput_gbps"] for r in res["replications"]) / 2
+    reps = [r["goodput_gbps"] for r in res["replications"]]
+    assert g > 0 and g == sum(reps) / 2
+    # the Student-t 95% half-width of two replications: t(0.975, 1) |x1 - x2| / 2
+    assert ci == pytest.approx(12.706204736 * abs(reps[0] - reps[1]) / 2, rel=1e-6, abs=1e-12)
 
     for name in TABLES:
         table = pd.read_csv(out / f"{name}.csv")
