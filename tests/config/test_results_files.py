@@ -4,7 +4,6 @@ results.json: summary, summary_ci95, replications, tables, config; the nine summ
 both summary and summary_ci95 (two replications, so every half-width is a number or null).
 """
 import json
-import math
 
 import pandas as pd
 import pytest
