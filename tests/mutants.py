@@ -42,6 +42,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "tso": ("nic.tso_max_bytes",),
     "window_scaling": ("stack.window_scaling",),
     "exit_pricing": ("hypervisor.vm_exit_cycles", "hypervisor.bt_trap_cycles"),
+    "halt_wakeup": ("hypervisor.vcpu_halt_wakeup_cycles",),
 }
 FACTORS = (0.0, 5.0)
 # (mechanism, factor) pairs that change nothing: a boolean has no five-fold value
