@@ -147,9 +147,12 @@ class Scalar:
     mean: float
     ci: float | None  # 95% half-width, None with one replication
 
-    def text(self, unit_scale: float = 1.0) -> str:
+    def text(self) -> str:
         m = _fmt(self.mean)
-        return m if not self.ci else f"{m} ±{_fmt(self.ci)}"
+        # a half-width below 1e-9 of the mean is rounding (identical replications): not shown
+        if not self.ci or self.ci < 1e-9 * abs(self.mean):
+            return m
+        return f"{m} ±{_fmt(self.ci)}"
 
 
 @dataclass
@@ -167,8 +170,6 @@ def _fmt(x: float) -> str:
         return f"{x / 1e3:.0f}K"
     if a >= 100:
         return f"{x:.0f}"
-    if a >= 1:
-        return f"{x:.3g}" if a < 10 else f"{x:.3g}"
     return f"{x:.3g}"
 
 
