@@ -205,35 +205,16 @@ calibration=NAME. The search starts from an earlier NAME.yaml's values when ther
 
 
 def main(argv: list[str]) -> int:
-    def fail(msg):
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
-
-    opts = {"spec": str(SPEC), "name": None, "jobs": None, "cold": False}
-    it = iter(argv)
-    for a in it:
-        if a in ("-h", "--help"):
-            print(USAGE)
-            return 0
-        if a == "--cold":
-            opts["cold"] = True
-            continue
-        if a not in ("--spec", "--name", "--jobs"):
-            return fail(f"unknown option {a!r} for calibrate: allowed --spec, --name, --jobs, "
-                        f"--cold")
-        v = next(it, None)
-        if v is None:
-            return fail(f"{a} needs a value")
-        opts[a[2:]] = v
+    opts = V.parse_options(argv, "calibrate", {"spec": str(SPEC), "name": None, "jobs": None,
+                                               "cold": False}, USAGE)
+    if isinstance(opts, int):
+        return opts
+    fail = V.fail
     if not Path(opts["spec"]).is_file():
         return fail(f"--spec={opts['spec']!r}: allowed an existing YAML file")
     if opts["name"] is not None and (not opts["name"].replace("_", "").isalnum()
                                      or opts["name"] == "none"):
         return fail(f"--name={opts['name']!r}: allowed letters, digits and _ (not 'none')")
-    if opts["jobs"] is not None:
-        if not opts["jobs"].isdigit() or int(opts["jobs"]) < 1:
-            return fail(f"--jobs={opts['jobs']!r}: allowed an integer >= 1")
-        opts["jobs"] = int(opts["jobs"])
     try:
         out = calibrate(Path(opts["spec"]), opts["name"], opts["jobs"],
                         log=lambda s: print(s, file=sys.stderr, flush=True),

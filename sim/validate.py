@@ -523,36 +523,49 @@ any target fails. --quick: 2 replications of 0.2 simulated seconds (a smoke chec
 verdict)."""
 
 
-def main(argv: list[str]) -> int:
+def fail(message: str) -> int:
     import sys
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
-    def fail(msg):
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
 
-    opts = {"only": None, "engine": "des", "quick": False, "jobs": None,
-            "out": str(ROOT / "validation")}
+def parse_options(argv: list[str], command: str, defaults: dict, usage: str) -> dict | int:
+    """``--key VALUE`` for each key of ``defaults`` whose default is not a bool, ``--key`` for
+    the bools, ``-h``/``--help``; ``--jobs`` must be an integer >= 1. Returns the options, or
+    the exit status (0 after the help, 2 after a one-line error)."""
+    opts = dict(defaults)
+    names = [f"--{k}" for k in defaults]
     it = iter(argv)
     for a in it:
         if a in ("-h", "--help"):
-            print(USAGE)
+            print(usage)
             return 0
-        if a == "--quick":
-            opts["quick"] = True
+        key = a[2:]
+        if a not in names:
+            return fail(f"unknown option {a!r} for {command}: allowed {', '.join(names)}")
+        if isinstance(defaults[key], bool):
+            opts[key] = True
             continue
-        if a not in ("--only", "--engine", "--jobs", "--out"):
-            return fail(f"unknown option {a!r} for validate: allowed --only, --engine, "
-                        f"--quick, --jobs, --out")
         v = next(it, None)
         if v is None:
             return fail(f"{a} needs a value")
-        opts[a[2:]] = v
-    if opts["engine"] not in ("des", "fluid"):
-        return fail(f"--engine={opts['engine']!r}: allowed des, fluid")
-    if opts["jobs"] is not None:
-        if not opts["jobs"].isdigit() or int(opts["jobs"]) < 1:
+        opts[key] = v
+    if opts.get("jobs") is not None:
+        if not str(opts["jobs"]).isdigit() or int(opts["jobs"]) < 1:
             return fail(f"--jobs={opts['jobs']!r}: allowed an integer >= 1")
         opts["jobs"] = int(opts["jobs"])
+    return opts
+
+
+def main(argv: list[str]) -> int:
+    import sys
+
+    opts = parse_options(argv, "validate", {"only": None, "engine": "des", "quick": False,
+                                            "jobs": None, "out": str(ROOT / "validation")}, USAGE)
+    if isinstance(opts, int):
+        return opts
+    if opts["engine"] not in ("des", "fluid"):
+        return fail(f"--engine={opts['engine']!r}: allowed des, fluid")
     only = [i for i in opts["only"].split(",") if i] if opts["only"] else None
     out = Path(opts["out"])
     if not out.is_dir() or not os.access(out, os.W_OK):
