@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all validate calibrate bench clean mutants properties-long
+.PHONY: run test test-all validate calibrate bench clean mutants properties-long notebooks
 
 # (Re)install when the venv is missing or setup.cfg/pyproject.toml changed.
 $(STAMP): setup.cfg pyproject.toml
@@ -26,6 +26,7 @@ test-all: $(STAMP)
 # validation/report.html; then the slow tests. `make validate ARGS=--quick` for a smoke run.
 validate: $(STAMP)
 	$(PY) -m sim validate $(ARGS)
+	$(PY) -m sim compare --all --csv validation/fluid_vs_des.csv run.replications=3 run.measure_s=0.1 run.warmup_s=0.05
 	$(PY) -m pytest -m slow
 
 calibrate: $(STAMP)
@@ -42,6 +43,11 @@ mutants: $(STAMP)
 # The property tests with 1000+ examples each (tests/system/test_properties.py).
 properties-long: $(STAMP)
 	$(PY) -m pytest -m slow tests/system/test_properties.py $(ARGS)
+
+# The capacity-planning notebooks (experiments/notebooks/*.py, jupytext) at full settings:
+# each is converted to outputs/notebooks/NAME.ipynb and executed there (figures kept).
+notebooks: $(STAMP)
+	$(PY) experiments/notebooks/_run.py outputs/notebooks $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache

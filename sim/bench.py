@@ -28,6 +28,16 @@ traffic per VM falls as 1/N and the exponent shows only the per-VM overhead (ide
 Goals are printed beside the figures and never asserted: the machine is shared and noisy.
 Uses only APIs that older checkouts have too (compose_checked, build, snapshot, measure).
 
+``--sweep``: the parallel sweep instead (``SWEEP``, the 1-16 VM scaling study
+``e35_rx_scaling`` at four seeds: 64 points, ``--sweep-warmup-s`` and ``--sweep-measure-s``
+simulated, one replication), run twice as ``python -m sim run --multirun`` in a fresh process:
+on Hydra's basic launcher (one point after another) and on the default joblib launcher (all
+cores). Printed for each: wall seconds, CPU seconds of the sweep's processes (the children's
+user + system time from ``getrusage(RUSAGE_CHILDREN)``, which counts a worker once its parent
+has waited for it), then the wall ratio joblib / basic against the goal (at most
+``SWEEP_GOAL_RATIO``) and whether both runs gave the same numbers (``sim.collect``). The
+pre-check that composes and builds every point before the first runs is serial in both.
+
 ``--long``: one long run instead (``LONG_SCENARIO``, the 16-VM receive scenario S2) of
 ``--long-seconds`` simulated seconds (600), with the current RSS (``VmRSS``, after a garbage
 collection), the peak (``VmHWM``), the event queue's length and the interval's goodput sampled
@@ -91,6 +101,8 @@ COLUMNS = [  # (figure, header, format)
 
 LONG_SCENARIO = "S2"
 LONG_GROWTH_LIMIT = 0.10
+SWEEP = ["experiment=e35_rx_scaling", "workload.vms=range(1,17)", "run.seed=1,2,3,4"]
+SWEEP_GOAL_RATIO = 0.6  # joblib's wall time over the basic launcher's, at most
 
 
 def _rss_mb() -> tuple[float, float]:
@@ -153,6 +165,58 @@ def run_long(seconds: float, sample_s: float, out=sys.stdout) -> dict:
     return {"scenario": LONG_SCENARIO, "overrides": overrides, "seconds": seconds,
             "sample_s": sample_s, "samples": samples, "growth": growth,
             "peak_growth": peak_growth, "ok": ok}
+
+
+def _sweep_once(launcher: str, warmup_s: float, measure_s: float, sweep_dir: Path) -> dict:
+    """One ``python -m sim run --multirun`` of ``SWEEP`` on ``launcher``: wall and CPU seconds."""
+    cmd = [sys.executable, "-m", "sim", "run", "--multirun", *SWEEP, f"run.warmup_s={warmup_s!r}",
+           f"run.measure_s={measure_s!r}", "run.replications=1", f"hydra/launcher={launcher}",
+           f"hydra.sweep.dir={sweep_dir}"]
+    r0, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "VNETSIM_PROGRESS": "0"})
+    wall_s, r1 = time.perf_counter() - w0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"sweep on {launcher} failed ({proc.returncode}): "
+                           f"{proc.stderr.strip()[-2000:]}")
+    cpu_s = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    return {"launcher": launcher, "wall_s": wall_s, "cpu_s": cpu_s, "command": cmd}
+
+
+def run_sweep(warmup_s: float, measure_s: float, out=sys.stdout) -> dict:
+    """The sweep benchmark (``--sweep``): basic then joblib, the wall ratio, same numbers."""
+    import tempfile
+
+    from sim.collect import collect
+    print(f"# sweep: python -m sim run --multirun {' '.join(SWEEP)} run.warmup_s={warmup_s:g} "
+          f"run.measure_s={measure_s:g} run.replications=1 hydra/launcher=L", file=out)
+    print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"({os.cpu_count()} cores; other work on the machine lowers both runs' CPU share)",
+          file=out)
+    print(f"{'launcher':<9}  {'points':>6}  {'wall_s':>8}  {'cpu_s':>8}  {'cpu/wall':>8}",
+          file=out, flush=True)
+    runs, tables = {}, {}
+    with tempfile.TemporaryDirectory(prefix="vnetsim-sweep-bench-") as tmp:
+        for launcher in ("basic", "joblib"):
+            r = _sweep_once(launcher, warmup_s, measure_s, Path(tmp, launcher))
+            df = collect(Path(tmp, launcher))
+            r["points"] = int(df["point"].nunique())
+            runs[launcher] = r
+            tables[launcher] = df.drop(columns=["point_dir"]).reset_index(drop=True)
+            print(f"{launcher:<9}  {r['points']:>6}  {r['wall_s']:8.1f}  {r['cpu_s']:8.1f}  "
+                  f"{r['cpu_s'] / r['wall_s']:8.2f}", file=out, flush=True)
+    ratio = runs["joblib"]["wall_s"] / runs["basic"]["wall_s"]
+    same = tables["basic"].equals(tables["joblib"])
+    if not same:  # which columns (a config or model file edited between the two runs?)
+        a, b = tables["basic"], tables["joblib"]
+        differ = [c for c in a.columns if c not in b or not a[c].equals(b[c])]
+        print(f"differing columns: {', '.join(differ[:8]) or '(shape or order)'}", file=out)
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=out)
+    print(f"wall joblib / basic: {ratio:.2f} (goal <= {SWEEP_GOAL_RATIO}: "
+          f"{'met' if ratio <= SWEEP_GOAL_RATIO else 'NOT met'}); same numbers on both "
+          f"launchers: {'yes' if same else 'NO'}", file=out, flush=True)
+    return {"sweep": SWEEP, "warmup_s": warmup_s, "measure_s": measure_s, "runs": runs,
+            "wall_ratio": ratio, "goal_ratio": SWEEP_GOAL_RATIO, "same_numbers": same}
 
 
 def _eid(env) -> int:
@@ -280,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="simulated seconds of the long run")
     ap.add_argument("--long-sample-s", type=float, default=60.0,
                     help="simulated seconds between memory samples of the long run")
+    ap.add_argument("--sweep", action="store_true",
+                    help="the 64-point sweep on the basic and the joblib launcher (no table)")
+    ap.add_argument("--sweep-warmup-s", type=float, default=0.05,
+                    help="simulated warm-up of each sweep point")
+    ap.add_argument("--sweep-measure-s", type=float, default=0.2,
+                    help="simulated window of each sweep point")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # child: one run, JSON on stdout
     argv = list(sys.argv[1:] if argv is None else argv)
     a = ap.parse_args(argv)
@@ -293,6 +363,12 @@ def main(argv: list[str] | None = None) -> int:
             Path(a.json).write_text(json.dumps({"machine": machine(argv), "long": result},
                                                indent=1))
         return 0 if result["ok"] else 1
+    if a.sweep:
+        result = run_sweep(a.sweep_warmup_s, a.sweep_measure_s)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"machine": machine(argv), "sweep": result},
+                                               indent=1))
+        return 0
     if a.one:
         print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s)))
         return 0

@@ -34,6 +34,11 @@ commands:
   path [key=value ...] [--flow N] [--all]    the data path of a flow: hops and priced terms
   compare [key=value ...]                     the DES and the fluid engine side by side
   bench [--scenarios S1,RR] [--no-series] ... speed benchmark (python -m sim bench --help)
+  validate [--only IDS] [--quick] ...         every published target, pass/fail, report.html
+  calibrate [--only BLOCKS] ...               refit configs/calibration/default.yaml
+  collect DIR [--out FILE]                    a sweep's points as one Parquet table
+  report DIR [--out FILE]                     a self-contained HTML page for a run or a sweep
+  plan --max|--min METRIC=V ... [--choose]    how many VMs fit, or the cheapest option
 """
 
 
@@ -58,8 +63,8 @@ def _quiet_stdout() -> None:
 
 
 def _print(text: str) -> None:
-    try:
-        print(text)
+    try:  # one write: print's separate newline interleaves lines of parallel sweep workers
+        sys.stdout.write(f"{text}\n")
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_stdout()
@@ -92,8 +97,17 @@ def _main(argv: list[str] | None = None) -> int:
     if cmd == "calibrate":
         from sim.calibrate import main as calibrate_main
         return calibrate_main(rest)
+    if cmd == "collect":
+        from sim.collect import main as collect_main
+        return collect_main(rest)
+    if cmd == "report":
+        from sim.report import main as report_main
+        return report_main(rest)
+    if cmd == "plan":
+        from sim.plan import main as plan_main
+        return plan_main(rest)
     return fail(f"unknown command {cmd!r}: allowed commands are run, list, path, compare, "
-                f"bench, validate, calibrate")
+                f"bench, validate, calibrate, collect, report, plan")
 
 
 def fail(message: str) -> int:
@@ -127,14 +141,60 @@ def list_experiments(verbose: bool = False) -> int:
     return 0
 
 
+RUN_KEYS = {"run.measure_s": "measure_s", "run.warmup_s": "warmup_s",
+            "run.replications": "replications"}  # compare --all: the DES's settings
+
+
 def compare_cli(args: list[str]) -> int:
     """``python -m sim compare [overrides]``: the DES (``run.measure_s``, ``run.replications``)
-    and the fluid engine on one config, metric by metric, with relative differences."""
-    bad = [a for a in args if a.startswith("-")]
-    if bad:
-        return fail(f"unknown option {bad[0]!r} for compare: allowed key=value overrides")
+    and the fluid engine on one config, metric by metric, with relative differences.
+    ``python -m sim compare --all [--csv FILE] [--quick] [run.measure_s=S run.replications=N
+    run.warmup_s=S] [NAME ...]``: every experiment (or the named ones) in both engines, the DES
+    on 3 x 0.3 s after 0.1 s (``--quick``: 1 x 0.1 s after 0.05 s), one line each, the table
+    to FILE (``sim.fluid.compare_all``)."""
     from dataclasses import replace
     from sim import fluid
+    if "--all" in args:
+        rest, out, quick, i, settings = [], None, False, 0, {}
+        while i < len(args):
+            a = args[i]
+            if a == "--csv":
+                if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                    return fail("--csv: a file name is required")
+                out, i = args[i + 1], i + 2
+                continue
+            if a == "--quick":
+                quick = True
+            elif a.split("=")[0] in RUN_KEYS and "=" in a:
+                key, value = a.split("=", 1)
+                try:
+                    settings[RUN_KEYS[key]] = (int if key == "run.replications" else float)(value)
+                except ValueError:
+                    return fail(f"{a}: a number is required")
+                if settings[RUN_KEYS[key]] <= 0 and key != "run.warmup_s":
+                    return fail(f"{a}: must be > 0")
+            elif a.startswith("-") and a != "--all":
+                return fail(f"unknown option {a!r} for compare --all: allowed --csv FILE, "
+                            "--quick, run.measure_s=, run.replications=, run.warmup_s=, "
+                            "experiment names")
+            elif a != "--all":
+                rest.append(a)
+            i += 1
+        known = sorted(p.stem for p in Path(CONFIG_DIR, "experiment").glob("*.yaml"))
+        unknown = [n for n in rest if n not in known]
+        if unknown:
+            return fail(f"compare --all {unknown[0]}: allowed experiment names "
+                        f"({', '.join(known)})")
+        if out is not None and not Path(out).resolve().parent.is_dir():
+            return fail(f"--csv={out}: the directory must exist")
+        if quick:
+            settings = {**dict(measure_s=0.1, warmup_s=0.05, replications=1), **settings}
+        fluid.compare_all(rest or known, CONFIG_DIR, out=out, progress=_print, **settings)
+        return 0
+    bad = [a for a in args if a.startswith("-")]
+    if bad:
+        return fail(f"unknown option {bad[0]!r} for compare: allowed key=value overrides, "
+                    "or --all [--csv FILE] [--quick] [NAME ...]")
     try:
         cfg = compose_config(args)
         fluid_cfg = replace(cfg, run=replace(cfg.run, engine="fluid"))
@@ -342,6 +402,13 @@ def run(cfg: DictConfig):
     except ConfigError as exc:
         sys.exit(fail(str(exc)))
     out_dir = HydraConfig.get().runtime.output_dir
+    if str(HydraConfig.get().mode) == "RunMode.MULTIRUN":  # a sweep re-run resumes (sim/sweep.py)
+        from sim.sweep import completed, config_hash
+        digest = config_hash(config)
+        if completed(out_dir, digest):
+            _print(f"skipped: {out_dir}: already holds this point's complete result "
+                   f"(config_hash {digest[:12]})")
+            return None
     try:
         begin(out_dir)
     except OSError as exc:
@@ -353,6 +420,12 @@ def run(cfg: DictConfig):
     except OSError as exc:
         sys.exit(fail(f"hydra.run.dir={out_dir!r}: cannot write the results "
                       f"({exc.strerror or type(exc).__name__}: {exc.filename})"))
+    if config.report:  # the page beside results.json, written whole and renamed into place
+        from sim.report import ReportError, write_report
+        try:
+            path = f"{path}\nreport: {write_report(out_dir)}"
+        except ReportError as exc:
+            sys.exit(fail(str(exc)))
     _print(f"{format_summary(results)}\nresults: {path}")
     return results
 

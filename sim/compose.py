@@ -38,7 +38,7 @@ def _mul(*factors):
 if not OmegaConf.has_resolver("mul"):
     OmegaConf.register_new_resolver("mul", _mul)
 if not OmegaConf.has_resolver("pid"):  # ``${pid:}``: run directories of concurrent runs differ
-    OmegaConf.register_new_resolver("pid", os.getpid)
+    OmegaConf.register_new_resolver("pid", os.getpid, use_cache=True)  # one per sweep
 
 
 def _groups(config_dir: str) -> dict[str, list[str]]:

@@ -129,7 +129,7 @@ class CalibrationParams:
 
 
 ENGINES = ("des", "fluid")
-FLUID_KINDS = ("tcp_stream", "http")  # what sim/fluid.py solves
+FLUID_KINDS = ("tcp_stream", "http", "udp_multicast")  # what sim/fluid.py solves
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,7 @@ class Config:
     tcp: TcpParams = field(default_factory=TcpParams)
     workload: WorkloadParams = field(default_factory=WorkloadParams)
     calibration: CalibrationParams = field(default_factory=CalibrationParams)
+    report: bool = False  # also write report.html beside results.json (sim/report.py) [bool]
 
 
 def _check_cores(cpu: CpuParams, path: str) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.runner import Results
+from sim.sweep import HASH_KEY, config_hash
 
 SUMMARY_KEYS = ("goodput_gbps", "wire_frames_per_s", "host_packets_per_s", "loss_ratio",
                 "host_cpu_util_pct", "cycles_per_bit", "rtt_us", "jain_index",
@@ -38,6 +39,7 @@ def _clean(x):
 def to_dict(results: Results) -> dict:
     return _clean({
         "experiment": results.config.meta.name,
+        HASH_KEY: config_hash(results.config),  # the key of a resumable sweep (sim/sweep.py)
         "config": dataclasses.asdict(results.config),
         "summary": results.summary,
         "summary_ci95": results.summary_ci95,

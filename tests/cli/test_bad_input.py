@@ -105,7 +105,7 @@ CASES = [  # (arguments, space-separated; key, value as it must appear)
     ("--cfg nope", "--cfg", "nope"),
     ("--info foo", "--info", "foo"),
     ("--config-dir /tmp", "--config-dir", "/tmp"),
-    ("hydra/launcher=joblib", "hydra/launcher", "joblib"),
+    ("hydra/launcher=nope", "hydra/launcher", "nope"),
     ("hydra/sweeper=optuna", "hydra/sweeper", "optuna"),
     ("hydra.job.chdir=maybe", "hydra.job.chdir", "maybe"),
     ("hydra.foo=1", "hydra.foo", "1"),
@@ -125,7 +125,7 @@ ALLOWED = {  # what the line must say is allowed (the bound, the fix)
     "--config-name nope": "allowed: config",
     "--multirun workload.vms=range(1,1)": "0 jobs",
     "workload.vms=64 workload.sessions_per_vm=64": "must be <= ",
-    "hydra/launcher=joblib": "allowed: basic",
+    "hydra/launcher=nope": "allowed: basic, joblib, ray",
     "--cfg nope": "job, hydra, all",
     "workload.vms=''": "must be an integer",
     "--multirun workload.vms=range(1,1000000000000)": "at most 1000 jobs",
@@ -182,7 +182,7 @@ def test_bad_override_is_one_line_and_exit_2(override, key, value, tmp_path, run
     assert not list(tmp_path.iterdir())  # nothing run, nothing written
 
 
-FRESH = ["workload.socket_bytes=nan", "hydra/launcher=joblib",
+FRESH = ["workload.socket_bytes=nan", "hydra/launcher=nope",
          "workload.vms=64 workload.sessions_per_vm=64"]
 
 

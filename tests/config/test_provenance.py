@@ -57,8 +57,8 @@ def _selected(overrides: dict[str, str]) -> dict[str, str]:
     """Group -> option: configs/config.yaml's defaults list, then ``overrides``."""
     chosen = {}
     for entry in _load(ROOT / "config.yaml")["defaults"]:
-        if isinstance(entry, dict):
-            chosen.update(entry)
+        if isinstance(entry, dict):  # `override hydra/...: x` picks a launcher, not a cost
+            chosen.update({k: v for k, v in entry.items() if not k.startswith("override ")})
     return {**chosen, **overrides}
 
 
