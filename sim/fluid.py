@@ -1,10 +1,18 @@
-"""The fluid (steady-state) engine: TCP_STREAM solved analytically from the declared data path.
+"""The fluid (steady-state) engine: TCP_STREAM and multicast solved analytically from the
+declared data path.
 
-A first slice of issue 8 for ``workload.kind=tcp_stream`` (direction tx or rx, any number of
-VMs, sessions and NIC ports). It builds the model (``sim.builder.build``, cheap; nothing runs),
-reads every flow's path (``sim.path.flow_paths``: contexts with their ``Charge`` terms, rings,
-PCIe directions, links) and the same parameters, and finds the steady state by max-min fair
-progressive filling. No cost is restated here: every cycle comes from a ``Charge`` of the path.
+``workload.kind=tcp_stream`` (direction tx or rx, any number of VMs, sessions and NIC ports;
+``http`` read as bulk streams) and ``udp_multicast`` (streams against replication capacity,
+the excess lost; ``_solve_multicast``). It builds the model (``sim.builder.build``, cheap;
+nothing runs), reads every flow's path (``sim.path.flow_paths``: contexts with their ``Charge``
+terms, rings, PCIe directions, links) and the same parameters, and finds the steady state by
+max-min fair progressive filling. No cost is restated here: every cycle comes from a ``Charge``
+of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
+(``_halt_wakeups``), a busy receive vector polling (``_polling``, multicast), world switches on
+shared cores (``_world_switches``), paced senders, and a window bound with queueing by
+mean-value analysis (``_window_mva``, off by default: ``WINDOW_QUEUEING``). ``compare_all``
+runs every experiment in both engines (``python -m sim compare --all``).
+Not modelled: TCP_RR, NUMA penalties, loss dynamics, latency distributions.
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------
@@ -65,8 +73,9 @@ Left out (the DES has them): loss and its onset, queueing delays and latency dis
 dev_vmxnet_64_10g_stream, is not slowed by its queue: the issue's M/D/1 or a closed-network
 mean-value analysis of the window's segments would be), transients and slow start, delayed
 ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, world-switch cycles
-of shared cores, NUMA penalties, service-time jitter, ring and queue limits. ``http`` runs are
-read as bulk streams (one flow per connection; request and object turn-around costs left out).
+of shared cores (now modelled, above), NUMA penalties, service-time jitter, ring and queue
+limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
+turn-around costs left out).
 """
 from __future__ import annotations
 
@@ -77,14 +86,14 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from models import units
+from models import costs, units
 from models.vxlan import inner_mtu_bytes
 from sim.builder import Model, _seg_max, build
 from sim.config import Config
 from sim.path import CONTEXT, LINK, PCIE, RING, FlowPath, flow_paths
 
 REGIMES = {"context": "cpu-bound", "link": "link-bound", "pcie": "pcie-bound",
-           "window": "window-bound"}
+           "window": "window-bound", "offered": "offered-load"}
 
 
 # -- progressive filling ----------------------------------------------------------------------
@@ -245,6 +254,11 @@ class _Net:
     aq: np.ndarray = None
     queues: list = field(default_factory=list)
     ack_frame_bytes: np.ndarray = None
+    e_halt: np.ndarray = None                       # wake-ups of halted vCPUs
+    e_background: np.ndarray = None                 # work that does not wait for interrupts
+    tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
+    cpu: object = None                              # _CpuView
+    crossings: np.ndarray = None
 
 
 def _core_key(core, host: bool) -> str:
@@ -253,9 +267,9 @@ def _core_key(core, host: bool) -> str:
 
 def describe_network(cfg: Config) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
-    if cfg.workload.kind not in ("tcp_stream", "http"):
+    if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
-                         "(tcp_stream only; http as bulk streams)")
+                         "(tcp_stream, udp_multicast; http as bulk streams)")
     model = build(cfg)
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = {}, {}, {}, {}
@@ -330,12 +344,12 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    ek, ef, eq, ec, es = [], [], [], [], []
+    ek, ef, eq, ec, es, eh = [], [], [], [], [], []
 
-    def add(key, i, q, coef, section=-1):
+    def add(key, i, q, coef, section=-1, halt=False):
         if coef:
             ek.append(keys.setdefault(key, len(keys)))
-            ef.append(i), eq.append(q), ec.append(coef), es.append(section)
+            ef.append(i), eq.append(q), ec.append(coef), es.append(section), eh.append(halt)
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -355,11 +369,18 @@ def _compile(net: _Net) -> None:
                     table = dict(_RATES[(section, side)])
                     if (section, side) == ("data", "recv"):
                         table["packet"] = SW_PK if host_rx else NIC_PK
+                    # One task per pass (the quantity that pays the hop's first fixed cost).
+                    first = next((table.get(c.per) for c in hop.charges if c.fixed_cycles
+                                  and c.per in table), None)
+                    if first is not None:
+                        net.tasks.append((hop.name, i, first))
                     for c in hop.charges:
                         for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
                             if not cyc:
                                 continue
-                            if what in _LOAD_DEPENDENT:
+                            if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
+                                add((hop.name, c.term), i, table["virtual interrupt"], cyc,
+                                    s_i, halt=True)
                                 continue
                             if what not in table:
                                 net.unknown.add((c.term, what))
@@ -385,10 +406,24 @@ def _compile(net: _Net) -> None:
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
         add(("link", fl.data_link), i, D, fl.frame_wire)
         add(("link", fl.ack_link), i, A, fl.ack_wire)
+    for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
+        keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
     net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
     net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
+    net.e_halt = np.array(eh, dtype=bool)
+    net.e_background = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key],
+                                dtype=bool)
+    net.cpu = _cpu_view(net, net.tasks)
     n = len(net.flows)
+    # flows x contexts: how many of a flow's paths (data, ACKs) cross each context
+    net.crossings = np.zeros((n, len(net.cpu.ctx_core)))
+    for i, fl in enumerate(net.flows):
+        for section in ("data", "acks"):
+            for c in {h.name for h in getattr(fl.path, section) if h.kind == CONTEXT}:
+                k = net.cpu.ctx_index.get(c)
+                if k is not None:
+                    net.crossings[i, k] += 1
     net.per_g = np.zeros((n, 13))
     for i, fl in enumerate(net.flows):
         for q, v in fl.per_g.items():
@@ -432,6 +467,7 @@ class State:
     entry: np.ndarray             # each compiled entry's value per second
     key_load: np.ndarray          # per key: cycles/s or bytes/s
     queue_interrupts: np.ndarray
+    tasks: np.ndarray = None      # per context: tasks/s
 
 
 def demands(net: _Net, rates) -> State:
@@ -456,13 +492,19 @@ def demands(net: _Net, rates) -> State:
     irq = _interrupts(bursts_all, frames_all, bytes_all, co)
     Q[:, IA] = _share(irq[net.aq], Q[:, T], bursts_all[net.aq])
     entry = net.e_coef * Q[net.e_flow, net.e_q]
+    cpu = net.cpu
+    tasks = np.bincount(cpu.t_ctx, Q[cpu.t_flow, cpu.t_q], len(cpu.ctx_core))
+    ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
+    _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
+                  cpu.core_clock, ws, net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
-    return State(g, Q, entry, key_load, irq)
+    key_load[cpu.ws_key] += ws
+    return State(g, Q, entry, key_load, irq, tasks)
 
 
 # -- RTT and the solve ------------------------------------------------------------------------
 
-def _rtt0(net: _Net, st: State) -> np.ndarray:
+def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     """Each flow's path delays at the state's rates (no queueing): propagation, one segment and
     one ACK on the wire, coalescing timers, one segment's / ACK train's service times."""
     co = net.cfg.nic.coalescing
@@ -474,6 +516,8 @@ def _rtt0(net: _Net, st: State) -> np.ndarray:
                 + math.ceil(fl.seg / fl.mss) * fl.frame_wire / net.link_rate[fl.data_link]
                 + fl.ack_wire / net.link_rate[fl.ack_link]
                 + (timer if fl.seg / fl.mss < co.max_frames else 0.0) + timer)
+    if not with_service:
+        return t
     ctx = net.e_section >= 0
     clock = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core else 1.0
                       for k in net.keys])
@@ -483,6 +527,56 @@ def _rtt0(net: _Net, st: State) -> np.ndarray:
         secs = np.where(ctx & (per > 0), st.entry / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
     return t + np.bincount(net.e_flow, secs, n)
+
+
+def _window_mva(net: _Net, st: State, delay_s: np.ndarray,
+                iterations: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Each flow's window-bound rate (bytes/s) and round-trip time (s) with queueing, by
+    mean-value analysis of the closed network its windows make (Schweitzer's approximation,
+    multi-class). A flow is a class of ``N = window / seg`` customers (the segments of one
+    window, each with its ACK train); the stations are the cores, a customer's demand at one
+    the cycles per customer of the flow's contexts there (data and ACKs) / clock; the rest of
+    the loop (propagation, serialisation, coalescing timers) is a pure delay ``Z``.
+    ``R_ik = D_ik (1 + sum_j Q_jk - Q_ik / N_i)``, ``X_i = N_i / (Z_i + sum_k R_ik)``,
+    ``Q_ik = X_i R_ik``: a window's segments wait behind the other windows' work at every
+    busy core (the queue the DES shows in a window-limited loop through a context at 75-80%),
+    and the throughput never exceeds a core (closed loop: no M/D/1 blow-up). The sender's
+    ``send()`` copies run ahead of the window (into the send buffer): they are background
+    load ``U`` at their core, which stretches the loop's demands there by ``1 / (1 - U)``."""
+    cpu = net.cpu
+    n = len(net.flows)
+    nc = len(cpu.core_clock)
+    ctx = cpu.e_ctx >= 0
+    core = np.where(ctx, cpu.ctx_core[np.maximum(cpu.e_ctx, 0)], 0)
+    # The sender's send() calls fill its send buffer ahead of the window (the buffer holds
+    # more than the window): not in the loop, but their cycles keep the core busy.
+    app = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key]) & ctx
+    loop = ctx & ~app
+    cyc = np.zeros((n, nc))
+    np.add.at(cyc, (net.e_flow[loop], core[loop]), st.entry[loop])
+    bg = np.minimum(np.bincount(core[app], st.entry[app], nc) / cpu.core_clock, 0.95)
+    # A customer: the part of a window one ACK train gives back (the sender refills the window
+    # as ACKs come: an 8KB window of one 6-frame segment is three customers, not one).
+    window = np.array([fl.window for fl in net.flows], dtype=float)
+    g, trains = st.quantities[:, G], st.quantities[:, T]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        N = np.where(g > 0, np.maximum(1.0, window * trains / np.where(g > 0, g, 1)), 1.0)
+        unit = window / N                                   # bytes per customer
+        per_s = np.where(g > 0, g / unit, 0.0)              # customers/s
+        D = np.where(per_s[:, None] > 0, cyc / np.where(per_s > 0, per_s, 1)[:, None]
+                     / cpu.core_clock[None, :], 0.0)
+    seg = unit
+    Q = np.tile(N[:, None] / max(nc, 1), (1, nc)) * (D > 0)
+    for _ in range(iterations):
+        R = D * (1 + Q.sum(axis=0)[None, :] - Q / N[:, None]) / (1 - bg)[None, :]
+        X = N / (delay_s + R.sum(axis=1))
+        Qn = X[:, None] * R
+        if np.allclose(Qn, Q, rtol=1e-6, atol=1e-9):
+            Q = Qn
+            break
+        Q = Qn
+    rtt = delay_s + R.sum(axis=1)
+    return X * seg, rtt
 
 
 @dataclass
@@ -524,31 +618,51 @@ def _problem(net: _Net) -> tuple[_Problem, dict]:
         key_row[ks] = r
     inc = np.zeros((m + n, n), dtype=bool)
     inc[key_row[net.e_key], net.e_flow] = True
+    inc[key_row[net.cpu.ws_key[net.cpu.t_ctx]], net.cpu.t_flow] = True
     inc[m + np.arange(n), np.arange(n)] = True
     names += [f"window flow {fl.path.flow}" for fl in net.flows]
     cap = np.array(caps + [0.0] * n)
     return _Problem(names, cap, inc, key_row), {"m": m, "core_name": core_name}
 
 
-def _solve_net(net: _Net, iterations: int = 3):
+WINDOW_QUEUEING = False  # the window bound by mean-value analysis (True) or RTT0 (no queueing)
+
+
+def _solve_net(net: _Net, iterations: int = 8):
     n = len(net.flows)
     prob, aux = _problem(net)
     m = aux["m"]
 
+    halt = net.e_halt   # wake-ups fill idle time only (``_halt_wakeups``): not a constraint
+
     def loads(rates):
         st = demands(net, rates)
-        return np.concatenate([np.bincount(prob.rows, st.key_load, m), rates])
+        kl = st.key_load - np.bincount(net.e_key[halt], st.entry[halt], len(net.keys))
+        return np.concatenate([np.bincount(prob.rows, kl, m), rates])
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
     rtt = np.full(n, 1e-4)
     fill = st = None
     evals = 0
-    for _ in range(iterations):
-        prob.cap[m:] = window / rtt
+    cap_w = window / rtt
+    # A paced sender (workload.rate_limit_mbps) offers at most its rate: a cap on the same row.
+    pace = (units.mbps_to_bytes_per_s(net.cfg.workload.rate_limit_mbps)
+            if net.cfg.workload.rate_limit_mbps > 0 else math.inf)
+    for k in range(iterations):
+        prob.cap[m:] = np.minimum(cap_w, pace)
         fill = fill_arrays(n, loads, prob.cap, prob.inc, prob.names)
         evals += fill.evaluations
         st = demands(net, fill.rates)
-        rtt = _rtt0(net, st)
+        # the window bound with queueing (mean-value analysis at these rates' batching)
+        if WINDOW_QUEUEING:
+            new, rtt = _window_mva(net, st, _rtt0(net, st, with_service=False))
+        else:
+            rtt = _rtt0(net, st)
+            new = window / rtt
+        done = np.allclose(new, cap_w, rtol=1e-4)
+        cap_w = new if k == 0 else np.sqrt(cap_w * new)   # damped towards the fixed point
+        if done:
+            break
     fill.evaluations = evals
     aux.update(capacity=dict(zip(prob.names, prob.cap)), rtt0=rtt)
     return fill, st, aux
@@ -557,6 +671,8 @@ def _solve_net(net: _Net, iterations: int = 3):
 def solve(cfg: Config):
     """The fluid engine's answer for ``cfg``: a ``sim.runner.Results`` (summary, tables)."""
     from sim.runner import Results
+    if cfg.workload.kind == "udp_multicast":
+        return _solve_multicast(cfg)
     net = describe_network(cfg)
     fill, st, aux = _solve_net(net)
     # No timings in the results: the same config gives the same numbers (time it outside).
@@ -565,19 +681,18 @@ def solve(cfg: Config):
 
 
 def _kind(constraint: str) -> str:
-    return {"core": "context", "link": "link", "pcie": "pcie",
-            "window": "window"}[constraint.split()[0]]
+    return {"core": "context", "link": "link", "pcie": "pcie", "window": "window",
+            "offered": "offered"}[constraint.split()[0]]
 
 
-def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]:
-    cap, rtt0 = aux["capacity"], aux["rtt0"]
-    rates = np.asarray(fill.rates)
-    gbps = units.bytes_per_s_to_gbps(rates.sum())
+def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
+    """The cost_terms, contexts, cores, links and pcie tables of the keys' loads; the host's
+    busy cycles/s and its capacity (cycles/s)."""
     core_cycles: dict[str, float] = {}
     ctx_cycles: dict[str, float] = {}
     terms, links, pcie = [], [], []
     for k, key in enumerate(net.keys):
-        v = float(st.key_load[k])
+        v = float(key_load[k])
         if key[0] == "link":
             links.append({"link": key[1], "gbps": units.bytes_per_s_to_gbps(v),
                           "util_pct": 100 * v / net.link_rate[key[1]]})
@@ -591,18 +706,36 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
             core_cycles[core] = core_cycles.get(core, 0.0) + v
     host_cycles = sum(v for k, v in core_cycles.items() if net.core_host[k])
     host_capacity = sum(c for k, c in net.core_clock.items() if net.core_host[k])
-    flows = pd.DataFrame({"flow": [fl.path.flow for fl in net.flows],
-                          "vm": [fl.path.vm for fl in net.flows],
-                          "goodput_gbps": [units.bytes_per_s_to_gbps(r) for r in rates]})
     contexts = pd.DataFrame([{"context": c, "host": net.ctx_host[c],
                               "util_pct": 100 * v / net.core_clock[net.ctx_core[c]]}
                              for c, v in sorted(ctx_cycles.items())])
-    cost_terms = pd.DataFrame(terms).sort_values(["context", "term"], ignore_index=True)
+    cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"]).sort_values(
+        ["context", "term"], ignore_index=True)
+    cores = pd.DataFrame([{"core": k.split(":")[-1], "host": net.core_host[k],
+                           "util_pct": 100 * core_cycles.get(k, 0.0) / c}
+                          for k, c in net.core_clock.items()])
+    tables = {"contexts": contexts, "cost_terms": cost_terms, "cores": cores,
+              "links": pd.DataFrame(links), "pcie": pd.DataFrame(pcie)}
+    return tables, host_cycles, host_capacity
+
+
+def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]:
+    cap, rtt0 = aux["capacity"], aux["rtt0"]
+    rates = np.asarray(fill.rates)
+    gbps = units.bytes_per_s_to_gbps(rates.sum())
+    load_tables, host_cycles, host_capacity = _load_tables(net, st.key_load)
+    flows = pd.DataFrame({"flow": [fl.path.flow for fl in net.flows],
+                          "vm": [fl.path.vm for fl in net.flows],
+                          "goodput_gbps": [units.bytes_per_s_to_gbps(r) for r in rates]})
     rows = []
     for i, fl in enumerate(net.flows):
         c = fill.binding[i]
+        if c.startswith("window") and cap[c] >= units.mbps_to_bytes_per_s(
+                net.cfg.workload.rate_limit_mbps) > 0:
+            c = c.replace("window", "offered")     # the pacing, not the window, binds
         rows.append({"flow": fl.path.flow, "vm": fl.path.vm, "kind": _kind(c),
-                     "constraint": c, "util_pct": float(100 * fill.loads[c] / cap[c])})
+                     "constraint": c, "util_pct": float(100 * fill.loads[fill.binding[i]]
+                                                        / cap[fill.binding[i]])})
     bottleneck = pd.DataFrame(rows)
     by_kind = bottleneck.assign(g=rates).groupby("kind")["g"].sum()
     regime = REGIMES[by_kind.idxmax()] if len(by_kind) else "idle"
@@ -627,12 +760,7 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
         "fluid_rounds": fill.rounds,
         "fluid_evaluations": fill.evaluations,
     }
-    cores = pd.DataFrame([{"core": k.split(":")[-1], "host": net.core_host[k],
-                           "util_pct": 100 * core_cycles.get(k, 0.0) / c}
-                          for k, c in net.core_clock.items()])
-    tables = {"flows": flows, "contexts": contexts, "cost_terms": cost_terms,
-              "bottleneck": bottleneck, "cores": cores, "links": pd.DataFrame(links),
-              "pcie": pd.DataFrame(pcie)}
+    tables = {"flows": flows, "bottleneck": bottleneck, **load_tables}
     if net.unknown:
         summary["fluid_unpriced_units"] = "; ".join(sorted(f"{t}/{u}" for t, u in net.unknown))
     return summary, tables
@@ -663,3 +791,533 @@ def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1
             rel = math.nan
         rows.append({"metric": m, "des": d, "fluid": f, "rel_diff": rel})
     return pd.DataFrame(rows)
+
+
+# The validation table: every experiment in both engines (``python -m sim compare --all``).
+STEADY_LOSS_RATIO = 1e-4   # a DES run losing more is past loss onset: not a steady state
+
+
+def compare_all(names: list[str], config_dir: str = "configs", measure_s: float = 0.3,
+                warmup_s: float = 0.1, replications: int = 3, out: str | None = None,
+                progress=None) -> pd.DataFrame:
+    """Each named experiment in both engines: one row with the DES's (``replications`` x
+    ``measure_s`` after ``warmup_s``) and the fluid engine's goodput and host CPU, their
+    relative differences (fluid - des) / des, the DES's loss and whether it was in steady state
+    (loss ratio, multicast loss included, at most ``STEADY_LOSS_RATIO``: a run past loss onset
+    loses more as its queues stay full, which the fluid engine does not model), TCP_RR's
+    transactions/s and the fluid regime and binding constraint. ``out``: the CSV, rewritten
+    after every row (a long run can be watched and stopped)."""
+    from sim.compose import compose_checked
+    from sim.runner import run_experiment
+    rows = []
+    for name in names:
+        cfg = compose_checked(config_dir, [f"experiment={name}"])
+        des_cfg = replace(cfg, run=replace(cfg.run, engine="des", measure_s=measure_s,
+                                           warmup_s=warmup_s, replications=replications))
+        des = run_experiment(des_cfg).summary
+        try:
+            res = solve(cfg)
+            fl, bn = res.summary, res.tables["bottleneck"]
+            binding = bn["constraint"].mode().iloc[0] if len(bn) else ""
+            error = ""
+        except ValueError as exc:      # a kind the fluid engine does not model
+            fl, binding, error = {}, "", str(exc)
+        loss = max(des.get("loss_ratio", 0.0), des.get("multicast_loss_ratio", 0.0) or 0.0)
+        row = {"experiment": name, "kind": cfg.workload.kind,
+               "des_measure_s": measure_s, "des_replications": replications,
+               "des_steady": bool(loss <= STEADY_LOSS_RATIO), "des_loss_ratio": loss}
+        for m in ("goodput_gbps", "host_cpu_util_pct", "transactions_per_s",
+                  "multicast_loss_ratio"):
+            d, f = des.get(m, math.nan), fl.get(m, math.nan)
+            row[f"des_{m}"], row[f"fluid_{m}"] = d, f
+            row[f"{m}_rel_diff"] = (f - d) / d if d and not math.isnan(d) else math.nan
+        row.update(fluid_regime=fl.get("regime", ""), fluid_binding=binding,
+                   fluid_error=error)
+        rows.append(row)
+        if progress is not None:
+            progress(f"{name}: goodput {row['goodput_gbps_rel_diff']:+.1%}, CPU "
+                     f"{row['host_cpu_util_pct_rel_diff']:+.1%}"
+                     + ("" if row["des_steady"] else " (DES not in steady state)"))
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False, float_format="%.6g")
+    return pd.DataFrame(rows)
+
+
+# -- multicast --------------------------------------------------------------------------------
+
+# Multicast quantities per flow (a receiver or a stream), per second.
+MG, MDG, MIRQ = range(3)
+# A charge's per/unit on the multicast path -> quantity (the receivers' side: IRQ is the
+# virtual interrupts of the receiver's vNIC; the streams' side: the NIC queue's interrupts).
+_MC_RATES = {"send() call": MDG, "segment": MDG, "frame": MDG, "packet": MDG,
+             "NIC packet": MDG, "copy": MDG, "datagram": MDG, "recv() call": MDG,
+             "interrupt": MIRQ, "virtual interrupt": MIRQ, "pass": MIRQ,
+             "member and pass": MIRQ}
+# Terms of the receiving vector that are paid once per packet the NIC delivers (the stream's);
+# the others there (replication, the members' vNIC backends) once per member.
+_MC_STREAM_TERMS = {costs.DRIVER_RX, costs.COMPAT_RX, costs.VSWITCH, costs.VXLAN}
+
+
+@dataclass
+class _McNet:
+    """The multicast network: ``R`` receivers (flows 0..R-1) and ``S`` streams (R..R+S-1)."""
+
+    cfg: Config
+    model: Model
+    paths: list
+    n_rx: int
+    stream_of: np.ndarray          # receiver -> its stream's flow index
+    lam: np.ndarray                # offered datagrams/s per flow (a receiver's: its stream's)
+    per_burst: np.ndarray          # datagrams per burst per flow (the sender's pacing)
+    queue_of: np.ndarray           # stream -> receive queue index
+    n_queues: int
+    ctx_core: dict
+    ctx_host: dict
+    core_clock: dict
+    core_host: dict
+    link_rate: dict
+    pcie_rate: dict
+    keys: list = field(default_factory=list)
+    e_key: np.ndarray = None
+    e_flow: np.ndarray = None
+    e_q: np.ndarray = None
+    e_coef: np.ndarray = None
+    e_halt: np.ndarray = None      # entries priced only when the vCPU is halted
+    e_poll: np.ndarray = None      # per-pass entries of receive handlers (fewer when busy)
+    e_irq: np.ndarray = None       # ... of them, those paid per interrupt (not per poll)
+    tasks: list = field(default_factory=list)   # (context, flow, quantity): one task each
+    unknown: set = field(default_factory=set)
+
+
+def _mc_network(cfg: Config) -> _McNet:
+    model = build(cfg)
+    paths = flow_paths(model)
+    wl = model.workload
+    mc = cfg.workload.multicast
+    n_rx, n_st = len(wl.receivers), len(wl.streams)
+    ctx_core, ctx_host, core_clock, core_host = _placement(model)
+    link_rate = {}
+    for nic in [*model.nics, *(p.nic for p in model.peers)]:
+        link_rate[nic.tx_link.name] = units.gbps_to_bytes_per_s(nic.tx_link.params.line_rate_gbps)
+    pcie_rate = {ch.name: units.gbps_to_bytes_per_s(ch.rate_gbps)
+                 for card in model.cards for ch in (card.up, card.down)}
+    lam = np.full(n_rx + n_st, mc.packet_rate_pps)
+    # The sender wakes every burst_interval and sends what is due: bursts of rate x interval
+    # datagrams (one each when the interval is shorter than the datagram spacing).
+    per_burst = np.full(n_rx + n_st, max(1.0, mc.packet_rate_pps
+                                         * units.us_to_s(mc.burst_interval_us)))
+    stream_of = np.array([n_rx + r.stream.index for r in wl.receivers], dtype=int)
+    net = _McNet(cfg, model, paths, n_rx, stream_of, lam, per_burst, np.zeros(n_st, int), 0,
+                 ctx_core, ctx_host, core_clock, core_host, link_rate, pcie_rate)
+    _mc_compile(net)
+    return net
+
+
+def _placement(model: Model):
+    """Context -> core key, host or peer; core key -> clock, host or peer."""
+    ctx_core, ctx_host, core_clock, core_host = {}, {}, {}, {}
+    for core in model.cpu.cores:
+        k = _core_key(core, True)
+        core_clock[k], core_host[k] = core.params.clock_hz, True
+    for ctx in model.contexts:
+        ctx_core[ctx.name], ctx_host[ctx.name] = _core_key(ctx.core, True), True
+    for peer in model.peers:
+        for ctx in peer.contexts():
+            k = _core_key(ctx.core, False)
+            ctx_core[ctx.name], ctx_host[ctx.name] = k, False
+            core_clock[k], core_host[k] = ctx.core.params.clock_hz, False
+    return ctx_core, ctx_host, core_clock, core_host
+
+
+def _mc_compile(net: _McNet) -> None:
+    """Entries (key, flow, quantity, coefficient): what the stream pays once (the sender, the
+    wire, PCIe, the vector's driver and vswitch) on the stream's flow, what each member costs
+    at the stream's rate (default mode's copies and vNIC backend, splitRxMode's hand-offs) on
+    the stream's flow once per member, and what the receiver pays for what it receives on the
+    receiver's flow."""
+    cfg = net.cfg
+    pb = cfg.workload.multicast.packet_bytes
+    from models.workloads.multicast import UDP_IP_HEADER_BYTES
+    wire = (units.vxlan_frame_wire_bytes if cfg.hypervisor.vswitch.vxlan.enabled
+            else units.frame_wire_bytes)(pb + UDP_IP_HEADER_BYTES)
+    p = cfg.pcie
+    ovh, mps = p.tlp_overhead_bytes, p.max_payload_bytes
+    l2 = pb + UDP_IP_HEADER_BYTES + units.ETH_HEADER_BYTES + units.ETH_FCS_BYTES
+    pcie_per_dg = l2 + math.ceil(l2 / mps) * ovh + p.descriptor_bytes + ovh
+    keys: dict = {}
+    ek, ef, eq, ec, eh, ep, ei = [], [], [], [], [], [], []
+
+    def add(key, i, q, coef, halt=False, poll=False, irq=False):
+        if coef:
+            ek.append(keys.setdefault(key, len(keys)))
+            ef.append(i), eq.append(q), ec.append(coef), eh.append(halt), ep.append(poll)
+            ei.append(irq)
+
+    seen_streams: set[int] = set()
+    queues: dict[str, int] = {}
+    for fp in net.paths:
+        r = fp.flow
+        s = int(net.stream_of[r])
+        first = s not in seen_streams
+        seen_streams.add(s)
+        stage = "stream"    # the sender's side; then the receiving vector; then the member's
+        for hop in fp.data:
+            if hop.kind == LINK:
+                stage = "wire"
+                if first:
+                    add(("link", hop.name), s, MDG, wire)
+            elif hop.kind == PCIE:
+                if first:
+                    add(("pcie", hop.name), s, MDG, pcie_per_dg)
+            elif hop.kind == RING and stage == "wire":   # the host NIC's receive queue
+                net.queue_of[s - net.n_rx] = queues.setdefault(hop.name, len(queues))
+            elif hop.kind == CONTEXT:
+                stage = {"wire": "vector", "vector": "member"}.get(stage, stage)
+                if stage == "member":       # one task per pass (the app: one read per pass)
+                    net.tasks.append((hop.name, r, MIRQ))
+                elif first:
+                    net.tasks.append((hop.name, s, MIRQ if stage == "vector" else MDG))
+                for c in hop.charges:
+                    if stage == "member":
+                        flow, once = r, True       # what this receiver gets
+                    elif stage == "vector" and c.term not in _MC_STREAM_TERMS:
+                        flow, once = s, True       # per member, at the stream's rate
+                    else:
+                        flow, once = s, first      # once per stream
+                    if not once:
+                        continue
+                    for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
+                        if not cyc:
+                            continue
+                        halt = what in _LOAD_DEPENDENT
+                        q = MIRQ if halt else _MC_RATES.get(what)
+                        if q is None:
+                            net.unknown.add((c.term, what))
+                            continue
+                        add((hop.name, c.term), flow, q, cyc, halt,
+                            stage == "vector" and q == MIRQ, what == "interrupt")
+                    add((hop.name, c.term), flow, MG, c.per_byte_cycles)
+    net.n_queues = max(1, len(queues))
+    for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
+        keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
+    net.keys = list(keys)
+    net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
+    net.e_coef, net.e_halt = np.array(ec, dtype=float), np.array(eh, dtype=bool)
+    net.e_poll, net.e_irq = np.array(ep, dtype=bool), np.array(ei, dtype=bool)
+
+
+@dataclass
+class _CpuView:
+    """The contexts of a compiled network as arrays: per key its context (-1: a link or
+    PCIe), per context its core, per core its clock, world-switch price and whether several
+    contexts share it; per context its ``world_switch`` key; the task entries."""
+
+    key_ctx: np.ndarray
+    e_ctx: np.ndarray
+    ctx_core: np.ndarray
+    core_clock: np.ndarray
+    switch_cycles: np.ndarray
+    shared: np.ndarray
+    ws_key: np.ndarray
+    t_ctx: np.ndarray
+    t_flow: np.ndarray
+    t_q: np.ndarray
+    ctx_index: dict = field(default_factory=dict)
+
+
+def _cpu_view(net, tasks: list) -> _CpuView:
+    model = net.model
+    cores = {}
+    for core in model.cpu.cores:
+        cores[_core_key(core, True)] = core
+    for peer in model.peers:
+        for ctx in peer.contexts():
+            cores[_core_key(ctx.core, False)] = ctx.core
+    core_names = list(cores)
+    ci = {c: i for i, c in enumerate(core_names)}
+    names = sorted({k[0] for k in net.keys if k[0] in net.ctx_core})
+    idx = {c: i for i, c in enumerate(names)}
+    key_ctx = np.array([idx.get(k[0], -1) for k in net.keys], dtype=int)
+    ws_key = np.full(len(names), -1)
+    for k, key in enumerate(net.keys):
+        if key[1] == costs.WORLD_SWITCH and key[0] in idx:
+            ws_key[idx[key[0]]] = k
+    tasks = [t for t in tasks if t[0] in idx]
+    return _CpuView(
+        key_ctx, key_ctx[net.e_key],
+        np.array([ci[net.ctx_core[c]] for c in names], dtype=int),
+        np.array([cores[c].params.clock_hz for c in core_names], dtype=float),
+        np.array([cores[c].params.context_switch_cycles for c in core_names], dtype=float),
+        np.array([cores[c].n_contexts > 1 for c in core_names], dtype=bool),
+        ws_key,
+        np.array([idx[t[0]] for t in tasks], dtype=int),
+        np.array([t[1] for t in tasks], dtype=int), np.array([t[2] for t in tasks], dtype=int),
+        idx)
+
+
+def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
+                  clock: np.ndarray, ctx_core: np.ndarray | None = None,
+                  core_clock: np.ndarray | None = None,
+                  extra: np.ndarray | None = None,
+                  background: np.ndarray | None = None) -> np.ndarray:
+    """Scale the halt/wake-up entries (priced per virtual interrupt that finds the vCPU
+    halted) in place by the share of virtual interrupts that find it halted.
+
+    A vCPU halts whenever it has nothing to do. Its work arrives with its interrupts (paced:
+    a multicast stream, a window's segments), so an interrupt finds it busy only if the work
+    before it has not finished. With ``b`` the utilisation of its other work and ``w`` the
+    wake-ups' cycles/s as a fraction of the clock if every interrupt paid one: while ``b + w <
+    1`` each interrupt's work ends before the next arrives and every interrupt pays (DES,
+    mc_default_30k: 19860 wake-ups for 19860 virtual interrupts at 29% utilisation; random
+    arrivals would find it halted only ``1 - u`` of the time, PASTA), except while it runs
+    work that does not wait for them (``background``: a sender's ``send()`` calls), which an
+    interrupt finds running with that work's utilisation ``u_bg`` (PASTA for that part; DES,
+    e35_tx_jumbo: 51% of the virtual interrupts wake the vCPU, send() calls take 47%); once
+    ``b + w`` would pass 1 the vCPU is busy when the next one comes and only the idle time is
+    left for wake-ups: ``u = b + min(w (1 - u_bg), 1 - b)``, the wake-ups paid at ``min(1 -
+    u_bg, (1 - b) / w)`` of their full rate (none once the other work alone fills the vCPU). Monotone in the rates (``u =
+    min(b + w, 1)`` for ``b <= 1``): the loads stay fit for progressive filling. On a shared
+    core the same rule at the core's level: wake-ups take at most the time the core's other
+    work leaves (they never make a core infeasible; mc_split_30k's cores at 92% in the DES)."""
+    if not halt.any():
+        return entry
+    n = len(clock)
+    work = ~halt & (e_ctx >= 0)
+    extra = np.zeros(n) if extra is None else extra   # cycles/s not in entries (switches)
+    b = (np.bincount(e_ctx[work], entry[work], n) + extra) / clock
+    w = np.bincount(e_ctx[halt], entry[halt], n) / clock
+    # Work that does not wait for the interrupts (the sender's send() calls, issued whenever
+    # the send buffer has room) is found running at a random instant: PASTA for that part.
+    u_bg = (np.bincount(e_ctx[background], entry[background], n) / clock
+            if background is not None and background.any() else np.zeros(n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(w > 0, np.clip(np.minimum(1 - u_bg, (1 - b) / np.where(w > 0, w, 1)),
+                                    0, 1), 0.0)
+    entry[halt] *= f[e_ctx[halt]]
+    if ctx_core is not None:   # and at most what the core's other contexts leave idle
+        nc = len(core_clock)
+        ce = ctx_core[e_ctx]
+        other = np.bincount(ce[work], entry[work], nc) + np.bincount(ctx_core, extra, nc)
+        full = np.bincount(ce[halt], entry[halt], nc)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fc = np.where(full > 0, np.clip((core_clock - other) / np.where(full > 0, full, 1),
+                                            0, 1), 1.0)
+        entry[halt] *= fc[ce[halt]]
+    return entry
+
+
+def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: np.ndarray,
+             core_clock: np.ndarray) -> np.ndarray:
+    """Per context, the share of its per-pass work left when a busy handler polls (in place
+    on the ``poll`` entries; returns the factor per context). A receive handler whose ring
+    fills while it works takes the next batch without a new interrupt, so its passes grow
+    longer and fewer: per-pass cycles fill what the per-packet work leaves of its core,
+    ``passes = min(1, (clock - other) / per_pass) x`` the one-pass-per-arrival rate, and the
+    handler carries traffic until its per-packet work alone fills the core (DES,
+    mc_default_30k: the vector at 100% takes 19860 passes/s for 30000 datagrams/s, no loss)."""
+    n = len(ctx_core)
+    f = np.ones(n)
+    if not poll.any():
+        return f
+    core_of_entry = ctx_core[e_ctx]
+    nc = len(core_clock)
+    other = np.bincount(core_of_entry[~poll & (e_ctx >= 0)], entry[~poll & (e_ctx >= 0)], nc)
+    per_pass = np.bincount(core_of_entry[poll], entry[poll], nc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fc = np.where(per_pass > 0, np.clip((core_clock - other) / np.where(per_pass > 0,
+                                                                             per_pass, 1), 0, 1),
+                      1.0)
+    f = fc[ctx_core]
+    entry[poll] *= f[e_ctx[poll]]
+    return f
+
+
+def _world_switches(tasks: np.ndarray, ctx_core: np.ndarray, switch_cycles: np.ndarray,
+                    shared: np.ndarray) -> np.ndarray:
+    """World-switch cycles/s per context from its tasks/s: on a core shared by several
+    contexts (``shared``), a task pays ``context_switch_cycles`` when the core last ran another
+    context. The DES's core alternates among the contexts that want it (FIFO booking), and
+    their work comes together (one vector pass wakes every member's vCPU), so a context's task
+    follows another's whenever there is one to follow: ``min(t_c, T - t_c)`` switches into
+    context ``c`` per second, ``T`` the core's tasks/s (DES, mc_default_30k: 39720 switches
+    into each of two vCPUs with 39720 tasks/s each)."""
+    nc = len(switch_cycles)
+    total = np.bincount(ctx_core, tasks, nc)
+    sw = np.minimum(tasks, total[ctx_core] - tasks)
+    return np.where(shared[ctx_core], sw * switch_cycles[ctx_core], 0.0)
+
+
+@dataclass
+class _McState:
+    rates: np.ndarray
+    quantities: np.ndarray
+    entry: np.ndarray
+    key_load: np.ndarray
+
+
+def _mc_demands(net: _McNet, rates, cpu: _CpuView) -> _McState:
+    """The loads at the rates: the streams' passes (interrupts, fewer when the vector polls
+    under load), the receivers' virtual interrupts (one per pass that brings them datagrams),
+    wake-ups of halted vCPUs, world switches on shared cores."""
+    co = net.cfg.nic.coalescing
+    pb = net.cfg.workload.multicast.packet_bytes
+    x = np.asarray(rates, dtype=float)
+    Q = np.zeros((len(x), 3))
+    Q[:, MDG], Q[:, MG] = x, x * pb
+    st = slice(net.n_rx, None)
+    bursts = x[st] / net.per_burst[st]
+    nq = net.n_queues
+    qb = np.bincount(net.queue_of, bursts, nq)
+    irq = _interrupts(qb, np.bincount(net.queue_of, x[st], nq),
+                      np.bincount(net.queue_of, x[st] * pb, nq), co)
+    Q[st, MIRQ] = _share(irq[net.queue_of], bursts, qb[net.queue_of])
+    stream_e = net.e_flow >= net.n_rx
+    entry = net.e_coef * Q[net.e_flow, net.e_q]
+    vec = net.e_poll & stream_e        # the stream's passes: its vector's polling factor
+    f = _polling(entry.copy(), cpu.e_ctx, vec, cpu.ctx_core, cpu.core_clock)
+    # A handler that polls (busy all the time) is not interrupted: its passes are polls, and
+    # what they cost fills what is left of its core.
+    polled = net.e_irq & stream_e
+    entry[polled] *= f[cpu.e_ctx[polled]] >= 1
+    f = _polling(entry, cpu.e_ctx, vec & ~(polled & (f[cpu.e_ctx] < 1)), cpu.ctx_core,
+                 cpu.core_clock)
+    pass_f = np.ones(len(x))
+    pass_f[net.e_flow[vec]] = f[cpu.e_ctx[vec]]
+    Q[st, MIRQ] *= pass_f[st]
+    # A receiver's vNIC is interrupted once per pass that brings it datagrams, at most once per
+    # datagram it takes.
+    Q[:net.n_rx, MIRQ] = np.minimum(Q[net.stream_of, MIRQ], x[:net.n_rx])
+    rx_e = ~stream_e
+    entry[rx_e] = net.e_coef[rx_e] * Q[net.e_flow[rx_e], net.e_q[rx_e]]
+    tasks = np.bincount(cpu.t_ctx, Q[cpu.t_flow, cpu.t_q], len(cpu.ctx_core))
+    ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
+    _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
+                  cpu.core_clock, ws)
+    key_load = np.bincount(net.e_key, entry, len(net.keys))
+    key_load[cpu.ws_key] += ws
+    return _McState(x, Q, entry, key_load)
+
+
+def _solve_multicast(cfg: Config):
+    """Progressive filling of the receivers and their streams: a stream's rate (what its
+    vector takes from the NIC) is bounded by its offered rate and by everything it crosses up
+    to the vector, where each member's copy is made at the stream's rate; a receiver's rate by
+    its stream's (it freezes with it) and by its own contexts. The excess is lost."""
+    from sim.runner import Results
+    net = _mc_network(cfg)
+    n = len(net.lam)
+    cpu = _cpu_view(net, net.tasks)
+    by_core: dict[str, list[int]] = {}
+    names, caps, groups = [], [], []
+    for k, key in enumerate(net.keys):
+        if key[0] in ("link", "pcie"):
+            names.append(f"{key[0]} {key[1]}")
+            caps.append((net.link_rate if key[0] == "link" else net.pcie_rate)[key[1]])
+            groups.append([k])
+        else:
+            by_core.setdefault(net.ctx_core[key[0]], []).append(k)
+    for core, ks in by_core.items():
+        ctxs = sorted({net.keys[k][0] for k in ks})
+        names.append(f"core {'host' if net.core_host[core] else 'peer'} "
+                     f"{core.split(':')[-1]} ({', '.join(ctxs)})")
+        caps.append(net.core_clock[core]), groups.append(ks)
+    m = len(names)
+    key_row = np.zeros(len(net.keys), dtype=int)
+    for r, ks in enumerate(groups):
+        key_row[ks] = r
+    n_st = n - net.n_rx
+    inc = np.zeros((m + n_st, n), dtype=bool)
+    inc[key_row[net.e_key], net.e_flow] = True
+    inc[key_row[cpu.ws_key[cpu.t_ctx]], cpu.t_flow] = True
+    inc[m + np.arange(n_st), net.n_rx + np.arange(n_st)] = True
+    names += [f"offered stream {s}" for s in range(n_st)]
+    cap = np.array(caps + list(net.lam[net.n_rx:]), dtype=float)
+    # A stream's constraints hold its receivers back too (a receiver gets at most what its
+    # stream's vector takes): they freeze together.
+    for r in range(net.n_rx):
+        inc[:, r] |= inc[:, net.stream_of[r]]
+
+    # A polling handler's per-pass cycles fill what is left of its core (``_polling``): they
+    # never make it infeasible, so the constraint counts the rest.
+    # So do the wake-ups of halted vCPUs (``_halt_wakeups``).
+    filler = net.e_poll | net.e_halt
+
+    def loads(rates):
+        st = _mc_demands(net, rates, cpu)
+        kl = st.key_load - np.bincount(net.e_key[filler], st.entry[filler], len(net.keys))
+        return np.concatenate([np.bincount(key_row, kl, m), np.asarray(rates)[net.n_rx:]])
+
+    fill = fill_arrays(n, loads, cap, inc, names)
+    st = _mc_demands(net, fill.rates, cpu)
+    summary, tables = _mc_report(net, fill, st, dict(zip(names, cap)))
+    return Results(cfg, summary, {k: None for k in summary}, [summary], tables)
+
+
+def _mc_report(net: _McNet, fill: Filling, st: _McState, cap: dict) -> tuple[dict, dict]:
+    """The DES's summary keys and ``multicast`` table (counts over ``run.measure_s``)."""
+    cfg, wl = net.cfg, net.model.workload
+    mc, window_s = cfg.workload.multicast, cfg.run.measure_s
+    pb = mc.packet_bytes
+    x = np.asarray(fill.rates)
+    R = net.n_rx
+    xr, ys, lam = x[:R], x[net.stream_of], net.lam[:R]
+    load_tables, host_cycles, host_capacity = _load_tables(net, st.key_load)
+    split = cfg.hypervisor.vswitch.multicast.split_rx_mode
+    rows, bn = [], []
+    for r, rec in enumerate(wl.receivers):
+        c = fill.binding[r]
+        kind = "offered" if c.startswith("offered") else _kind(c)
+        net_ctx = rec.vm.vnic.net_context.name
+        member_bound = split and f"{net_ctx}" in c and kind == "context"
+        own = (ys[r] - xr[r]) * window_s       # lost after the vector: the member's own
+        expected = lam[r] * window_s
+        rows.append({
+            "vm": r, "group": rec.stream.group, "expected_packets": expected,
+            "received_packets": xr[r] * window_s, "lost_packets": expected - xr[r] * window_s,
+            "loss_ratio": 1 - xr[r] / lam[r], "received_pps": xr[r],
+            # default mode: a copy of every packet the vector takes; split mode: of every
+            # packet the member's queue accepts
+            "copies_per_s": xr[r] if member_bound else ys[r],
+            "drops_socket_full": 0.0,
+            "drops_vnic_rx_ring_full": 0.0 if member_bound else own,
+            "drops_split_queue_full": own if member_bound else 0.0})
+        bn.append({"flow": r, "vm": r, "kind": kind, "constraint": c,
+                   "util_pct": float(100 * fill.loads[c] / cap[c])})
+    table = pd.DataFrame(rows)
+    bottleneck = pd.DataFrame(bn)
+    streams = x[R:]
+    offered = net.lam[R:]
+    delivered = xr.sum()
+    dropped = (offered - streams).sum() + (ys - xr).sum()
+    gbps = units.bytes_per_s_to_gbps(delivered * pb)
+    loss = 1 - xr / lam
+    if (loss > 1e-9).any():
+        regime = "loss"
+    else:
+        regime = "offered-load"
+    summary = {
+        "goodput_gbps": float(gbps),
+        "host_cpu_util_pct": float(100 * host_cycles / host_capacity),
+        "cycles_per_bit": float(host_cycles / units.gbps_to_bits_per_s(gbps)) if gbps
+        else math.nan,
+        "wire_frames_per_s": float(offered.sum()),
+        "host_packets_per_s": float(streams.sum()),
+        "loss_ratio": float(dropped / (dropped + delivered)) if dropped + delivered else 0.0,
+        "rtt_us": math.nan,
+        "regime": regime,
+        "fluid_rounds": fill.rounds,
+        "fluid_evaluations": fill.evaluations,
+        "multicast_sent_pps": float(offered.sum()),
+        "multicast_received_pps": float(delivered),
+        "multicast_copies_per_s": float(table["copies_per_s"].sum()),
+        "multicast_loss_ratio": float((lam - xr).sum() / lam.sum()),
+        "multicast_max_receiver_loss_ratio": float(loss.max()),
+        # the sources' threshold: "less than 0.01% packet loss"
+        "multicast_lossy_receivers": float((loss > 1e-4).sum()),
+    }
+    flows = pd.DataFrame({"flow": np.arange(R), "vm": np.arange(R),
+                          "goodput_gbps": units.bytes_per_s_to_gbps(xr * pb)})
+    tables = {"flows": flows, "bottleneck": bottleneck, "multicast": table, **load_tables}
+    if net.unknown:
+        summary["fluid_unpriced_units"] = "; ".join(sorted(f"{t}/{u}" for t, u in net.unknown))
+    return summary, tables

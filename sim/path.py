@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from models import costs
 from models.base import DATA, Burst
 from models.costs import Charge
+from models.replication import group_dst
 from sim.builder import Model
 
 CONTEXT, RING, QUEUE, PCIE, LINK = "context", "ring", "queue", "pcie", "link"
@@ -138,12 +139,13 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
     vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitches[p], model.peers[p]
     card = model.cards[p // model.cfg.host.ports_per_card]
     hv = model.cfg.hypervisor
-    probe = Burst(DATA, f, 0, 1, 1, 0, 1, dst=v, src=-1)
+    stream = model.workload.receivers[v].stream  # what this receiver's group is sent by
+    # The group's datagrams as the NIC and the vNIC sort them (its flow id and group address).
+    probe = Burst(DATA, stream.flow, 0, 1, 1, 0, 1, dst=group_dst(stream.group), src=-1)
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
     rxq = vnic.rx_queue_of(probe)
     rep = vswitch.replicator
     path = FlowPath(f, v, "udp_multicast", "rx")
-    stream = model.workload.receivers[v].stream  # what this receiver's group is sent by
     path.data = [_ctx(stream.peer.app_context(stream.flow),
                       _pick(peer.charges("sender"), costs.APP_SEND, costs.STACK_TX),
                       peer.driver_charges("tx")),
@@ -158,8 +160,11 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                            vnic.backend_charges("rx"))]
     else:
         path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx")))
+    receiver = vm.charges("udp_receiver")
+    app = [Charge.of(costs.APP, model.cfg.workload.multicast.app, unit="datagram")]
     path.data += [_ring(rxq.ring),
-                  _ctx(rxq.vcpu, vnic.guest_charges("rx"), vm.charges("udp_receiver"))]
+                  _ctx(rxq.vcpu, vnic.guest_charges("rx"), _pick(receiver, costs.STACK_UDP_RX)),
+                  _ctx(vm.app_context(stream.flow), _pick(receiver, costs.APP_RECV), app)]
     return path
 
 
