@@ -53,10 +53,15 @@ class OsStackParams:
     # sets (sk_sndbuf = 2 x SO_SNDBUF, socket(7)), so with an 8KB socket the writer keeps data
     # queued beyond the 8KB window and the window stays full; Windows holds what it was given.
     sndbuf_scale: float = 2.0
+    # TSO deferral (Linux tcp_tso_should_defer, sysctl tcp_tso_win_divisor, default 3): a
+    # window-cut TSO segment waits until 1/divisor of the window is open. 0: none.
+    tso_win_divisor: int = 3
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1.0 <= self.sndbuf_scale <= 4.0, "sndbuf_scale", self.sndbuf_scale, "in 1..4")
+        check(0 <= self.tso_win_divisor <= 64, "tso_win_divisor", self.tso_win_divisor,
+              "an integer in 0..64 (0: no TSO deferral)")
 
     def max_window_bytes(self, peer_scales: bool = True) -> int | None:
         """The largest window a receiver may advertise (None: its socket size)."""
@@ -120,7 +125,8 @@ class StackHost:
         s = TcpSender(self.env, flow, self.tcp, mss_bytes=mss_bytes, seg_max_bytes=seg_max_bytes,
                       sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
                       src=self.endpoint, dst=dst, emit=self._emit,
-                      peer_window_bytes=peer_window_bytes, notify=self.notify)
+                      peer_window_bytes=peer_window_bytes, notify=self.notify,
+                      tso_win_divisor=self.stack.tso_win_divisor)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s

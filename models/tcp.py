@@ -3,7 +3,14 @@
 Modelled:
 - Sender: send buffer (``sndbuf_bytes`` bounds unacknowledged + unsent bytes), congestion window
   with slow start and congestion avoidance (byte counting), Nagle, segments up to ``seg_max_bytes``
-  (a TSO segment when the path offers TSO, else a train of MSS frames), fast retransmit after
+  (a TSO segment when the path offers TSO, else a train of MSS frames). A train of ``n`` ACKs
+  (one ``Burst`` of ``packets=n``) is taken one ACK at a time, the stack trying to send after
+  each, as Linux's ``tcp_ack`` then ``tcp_data_snd_check`` do per packet: so a TSO segment is as
+  large as the window the ACKs opened since the last one, not the whole train's. With
+  ``tso_win_divisor`` > 0 (Linux's ``tcp_tso_should_defer``, sysctl ``tcp_tso_win_divisor``)
+  a TSO sender in the open state defers a segment that the window cuts short until the window
+  allows a whole ``seg_max_bytes`` or a ``1/tso_win_divisor`` share of min(peer window, cwnd),
+  while data is in flight (an ACK will come); 0: it sends what each ACK allows. Fast retransmit after
   ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
   the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
   exponential back-off, and a window probe when the peer's window is closed.
@@ -24,7 +31,8 @@ Modelled:
   ``notify``: its host (``models.guest.StackHost.notify``) runs it at once, or, while its
   stack takes in a delivered batch, once the device's poller has queued its next pass.
 Left out: SACK scoreboard beyond the first hole, PAWS, ECN, Nagle/delayed ACK interactions
-beyond the PSH rule; the socket size is the receive window (the send buffer
+beyond the PSH rule, the deferral's two-tick limit (a deferring sender always has data in flight,
+so an ACK ends it sooner at these rates); the socket size is the receive window (the send buffer
 holds ``stack.sndbuf_scale`` times it: Linux doubles SO_SNDBUF).
 Units: bytes, frames, seconds.
 """
@@ -70,10 +78,14 @@ class TcpSender:
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
                  seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
                  emit: Callable[[Burst], None], peer_window_bytes: int | None = None,
-                 notify: Callable[[Callable[[], None]], None] | None = None):
+                 notify: Callable[[Callable[[], None]], None] | None = None,
+                 tso_win_divisor: int = 0):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
+        check(tso_win_divisor >= 0, "tso_win_divisor", tso_win_divisor, ">= 0")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
+        self.tso_win_divisor = tso_win_divisor if tso else 0
+        self.tso_deferrals = 0  # times a window-cut TSO segment waited for more ACKs
         self.notify = _call if notify is None else notify  # runs a woken writer
         self.src, self.dst = src, dst
         self.mss, self.seg_max, self.sndbuf, self.tso = mss_bytes, seg_max_bytes, sndbuf_bytes, tso
@@ -86,6 +98,7 @@ class TcpSender:
         # of a lone sender whose receiver has the same size).
         self.peer_right_edge = sndbuf_bytes if peer_window_bytes is None else peer_window_bytes
         self.dupacks = 0
+        self.snd_sml = 0  # end of the last segment sent with a partial frame
         self.recover: int | None = None
         self.srtt_s: float | None = None
         self.rttvar_s = 0.0
@@ -129,9 +142,21 @@ class TcpSender:
                 return
             if size < self.mss and self.flight > 0:
                 return  # Nagle / silly-window avoidance: a small segment only when idle
+            if size < min(self.seg_max, unsent) and size > self.mss \
+                    and self.snd_sml > self.snd_una:
+                # Cut by the window while a small segment is unacknowledged: whole frames, the
+                # partial one waits (Linux tcp_mss_split_point with Minshall's Nagle check).
+                size -= size % self.mss
+            if self.tso_win_divisor and size < min(self.seg_max, unsent) and self.flight > 0 \
+                    and self.recover is None and size * self.tso_win_divisor < \
+                    min(self.peer_right_edge - self.snd_una, self.cwnd):
+                self.tso_deferrals += 1
+                return  # tcp_tso_should_defer: wait for the ACKs still in flight
             psh = size == unsent or self.snd_nxt + size >= window_end
             self._send(self.snd_nxt, size, psh, retransmit=False)
             self.snd_nxt += size
+            if size % self.mss:
+                self.snd_sml = self.snd_nxt  # the end of the last small segment (tcp_minshall)
 
     def _send(self, seq: int, size: int, psh: bool, retransmit: bool) -> None:
         frames = units.frames_for_payload(size, self.mss)
@@ -145,21 +170,39 @@ class TcpSender:
 
     # -- ACK processing ---------------------------------------------------------------------
     def on_ack(self, ack: Burst) -> None:
-        if ack.ack >= self.snd_una:  # an old ACK must not move the window (nor shrink it)
+        train = ack.packets > 1 and ack.ack > self.snd_una and self.recover is None
+        if ack.ack >= self.snd_una and not train:  # an old ACK must not move the window
             self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
         if ack.ack > self.snd_una:
-            self._new_ack(ack)
+            if train:
+                # A train of n cumulative ACKs: each of the first n-1 acknowledges its share
+                # (the receiver ACKed every ack_every_frames frames), the stack sends after each.
+                # Each ACK advertised the window from its own point: the edge moves with it.
+                # The receiver ACKs whole frames: the points fall on MSS boundaries.
+                start, acked = self.snd_una, ack.ack - self.snd_una
+                per_ack_frames = -(-acked // self.mss) / ack.packets
+                for i in range(1, ack.packets):
+                    to = start + min(acked, round(per_ack_frames * i) * self.mss)
+                    self._new_ack(ack, to, sample=False)
+                    self.peer_right_edge = max(self.peer_right_edge, to + ack.window_bytes)
+                    self._wake_writer()
+                    self.output()
+            self._new_ack(ack, ack.ack)
+            self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
         elif ack.dup and ack.ack == self.snd_una and self.flight > 0:
             self._dup_ack(ack)
         self._wake_writer()
         self.output()
 
-    def _new_ack(self, ack: Burst) -> None:
-        acked = ack.ack - self.snd_una
-        self.snd_una = ack.ack
+    def _new_ack(self, ack: Burst, to: int, sample: bool = True) -> None:
+        """Acknowledge up to ``to`` (``ack``'s own edge, or a point inside its train)."""
+        acked = to - self.snd_una
+        if acked <= 0:
+            return
+        self.snd_una = to
         self.snd_nxt = max(self.snd_nxt, self.snd_una)
         self.dupacks = 0
-        if ack.echo_s >= 0:
+        if sample and ack.echo_s >= 0:
             self._rtt_sample(self.env.now - ack.echo_s)
         self.rto_deadline = self.env.now + self.rto_s if self.flight > 0 else None
         if self.recover is not None:

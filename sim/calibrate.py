@@ -65,7 +65,12 @@ def training_checks(block: dict, targets: dict) -> list[tuple[str, dict]]:
         for i, c in enumerate(t["checks"], 1):
             if k and i != int(k):
                 continue
-            if any(r in c for r in SCALAR_RULES) and "each" not in c["of"]:
+            if not any(r in c for r in SCALAR_RULES):
+                continue
+            if "each" in c["of"]:  # one residual per element, the same scalar rule for each
+                out += [(tid, {**c, "of": q, "what": f"{c.get('what', '')} [{j}]"})
+                        for j, q in enumerate(c["of"]["each"], 1)]
+            else:
                 out.append((tid, c))
     return out
 

@@ -130,6 +130,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
                                                   "packet [-]",
     "VnicParams.tx_register_accesses_per_doorbell": "... per TX doorbell [-]",
     "VnicParams.rx_register_accesses_per_packet": "... per RX packet [-]",
+    "VnicParams.rx_interrupt_delay_us": "virtual interrupt coalescing by the emulation: the "
+        "interrupt waits this long after the first frame (0: at once) [us]",
     "VnicParams.rx_register_accesses_per_interrupt": "... per virtual interrupt [-]",
     "GuestParams.vcpus": "virtual CPUs per VM [-]",
     "GuestParams.virtualization": "hw: hardware-assisted (VM exits); bt: binary translation [-]",
@@ -137,6 +139,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "OsStackParams.name": "the OS network stack's name [text]",
     "OsStackParams.window_scaling": "RFC 1323 window scaling (false: window <= 65535 bytes) "
                                     "[bool]",
+    "OsStackParams.tso_win_divisor": "TSO deferral: a window-cut TSO segment waits until 1/N of "
+        "the window is open (Linux tcp_tso_win_divisor; 0: none) [-]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "
                                   "SO_SNDBUF) [-]",
     "PeerParams.tx_ring_slots": "the client NIC's TX ring [packets]",
@@ -375,8 +379,12 @@ def render(config_dir: str, words: list[str] = (), width: int = 100) -> str:
                                  width)]
     for f in dataclasses.fields(Config):
         section: list[tuple[str, str]] = []
-        key_lines(typing.get_type_hints(Config)[f.name], getattr(cfg, f.name), f"{f.name}.",
-                  section)
+        tp = typing.get_type_hints(Config)[f.name]
+        if dataclasses.is_dataclass(tp):
+            key_lines(tp, getattr(cfg, f.name), f"{f.name}.", section)
+        else:  # a top-level switch (report=true)
+            section.append((f.name, f"{f.name}: {_comments(Config).get(f.name, f.name)} (true "
+                                    f"or false) = {_fmt(getattr(cfg, f.name))}"))
         if words:
             section = [(k, ln) for k, ln in section if any(w in k for w in words)]
             if not section:

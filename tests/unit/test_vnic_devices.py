@@ -161,3 +161,21 @@ def test_mtu_limit_of_the_device_is_enforced(compose):
     with pytest.raises(ConfigError, match="nic.link.mtu_bytes=9000: must be <= 1500"):
         compose(["vnic=e1000", "nic.link.mtu_bytes=9000"])
     assert compose(["vnic=vmxnet2", "nic.link.mtu_bytes=9000"]).nic.link.mtu_bytes == 9000
+
+
+@pytest.mark.parametrize("delay_us", [0.0, 50.0])
+def test_rx_interrupt_delay_holds_the_virtual_interrupt_and_batches_what_arrives(delay_us):
+    """The emulation's coalescing: the interrupt comes ``rx_interrupt_delay_us`` after the
+    first frame, and frames arriving meanwhile are taken by the same interrupt."""
+    env, vnic, (vcpu,), *_ = build(**E1000, rx_interrupt_delay_us=delay_us)
+    seen: list[tuple[float, int]] = []
+    vnic.attach_guest(lambda batch: {}, lambda batch: seen.append(
+        (round(env.now * 1e6, 3), sum(b.frames for b in batch))), lro=False)
+    vnic.deliver([data(frames=1)])
+    env.timeout(20e-6).callbacks.append(lambda _e: vnic.deliver([data(frames=1)]))
+    env.run()
+    if delay_us == 0:
+        assert vnic.virtual_interrupts == 2 and [n for _, n in seen] == [1, 1]
+    else:
+        assert vnic.virtual_interrupts == 1 and [n for _, n in seen] == [2]
+        assert seen[0][0] >= delay_us  # not before the hold ends
