@@ -277,6 +277,10 @@ def run_cli(args: list[str]) -> int:
     if any(a.partition("=")[0] in SHOW_FLAGS for a in args):
         try:
             _check_show_args(args)
+            both = [a for a in args if a.partition("=")[0] in SHOW_FLAGS + RUN_SWITCHES]
+            if len({a.partition("=")[0] for a in both}) > 1:  # Hydra takes one of them
+                raise ConfigError(f"{' '.join(both)}: give one of --multirun, --cfg, --info "
+                                  f"(--cfg shows what a single run would compose)")
         except ConfigError as exc:
             return fail(str(exc))
         sys.argv = ["python -m sim run", *args]

@@ -17,14 +17,13 @@ them in one line. Rows are ordered by point (numerically where the names are num
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from sim.files import write_atomic
 from sim.results import INCOMPLETE
 from sim.sweep import HASH_KEY
 
@@ -116,24 +115,8 @@ def collect(sweep_dir: str | Path) -> pd.DataFrame:
 
 def write_parquet(df: pd.DataFrame, out: str | Path) -> Path:
     """``df`` to ``out`` under a temporary name in the same directory, renamed into place."""
-    path = Path(out)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".collect-", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-    except OSError as exc:
-        raise CollectError(f"--out={str(path)!r}: must be a file in a directory that exists "
-                           f"and can be written ({exc.strerror or type(exc).__name__})") from None
-    try:
-        df.to_parquet(tmp, index=False, engine="pyarrow")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the table from other readers
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise CollectError(f"--out={str(path)!r}: cannot be written "
-                               f"({exc.strerror or type(exc).__name__})") from None
-        raise
-    return path
+    return write_atomic(out, lambda tmp: df.to_parquet(tmp, index=False, engine="pyarrow"),
+                        CollectError)
 
 
 def _parse(argv: list[str]) -> tuple[str, str | None] | int:

@@ -9,6 +9,7 @@ registers the ``mul`` resolver the experiment files use for counts that follow a
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -152,11 +153,15 @@ def check_overrides(config_dir: str, overrides: list[str]) -> list[str]:
         raise ConfigError(f"{' '.join(overrides)}: {_first_line(exc)}; allowed sweeps: a,b,c, "
                           f"range(start,stop[,step]), choice(a,b)") from None
     appended: set[str] = set()
+    built: set[str] = set()  # the run window and seed do not change what is built
     for batch in batches:
         for combo in batch:
             unknown: list[str] = []
             cfg = to_config(compose_dict(config_dir, list(combo), unknown))
-            _check_builds(cfg)
+            shape = repr({k: v for k, v in dataclasses.asdict(cfg).items() if k != "run"})
+            if shape not in built:
+                _check_builds(cfg)
+                built.add(shape)
             appended.update(o.partition("=")[0] for o in unknown)
     return [f"+{o}" if o.partition("=")[0] in appended else o for o in overrides]
 

@@ -272,17 +272,7 @@ def describe_network(cfg: Config) -> _Net:
                          "(tcp_stream, udp_multicast; http as bulk streams)")
     model = build(cfg)
     paths = flow_paths(model)
-    ctx_core, ctx_host, core_clock, core_host = {}, {}, {}, {}
-    for core in model.cpu.cores:
-        k = _core_key(core, True)
-        core_clock[k], core_host[k] = core.params.clock_hz, True
-    for ctx in model.contexts:
-        ctx_core[ctx.name], ctx_host[ctx.name] = _core_key(ctx.core, True), True
-    for peer in model.peers:
-        for ctx in peer.contexts():
-            k = _core_key(ctx.core, False)
-            ctx_core[ctx.name], ctx_host[ctx.name] = k, False
-            core_clock[k], core_host[k] = ctx.core.params.clock_hz, False
+    ctx_core, ctx_host, core_clock, core_host = _placement(model)
     link_rate, link_prop = {}, {}
     for nic in [*model.nics, *(p.nic for p in model.peers)]:
         lp = nic.tx_link.params

@@ -42,7 +42,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -53,6 +52,7 @@ from scipy import stats as sps
 
 from sim.cli import CONFIG_DIR, _print, fail
 from sim.config import Config, ConfigError, to_config
+from sim.files import write_atomic
 
 USAGE = """usage: python -m sim plan [key=value ...] --max METRIC=VALUE|--min METRIC=VALUE ...
                           [--vms-max N] [--choose GROUP=A,B,...] [--cost A=1,B=2]
@@ -725,10 +725,8 @@ def _cpu_s() -> float:
 
 def _write_json(path: Path, data: dict) -> None:
     from sim.results import _clean
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plan-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(_clean(data), f, indent=2, default=float)
-    os.replace(tmp, path)
+    write_atomic(path, lambda tmp: Path(tmp).write_text(
+        json.dumps(_clean(data), indent=2, default=float)))
 
 
 def main(argv: list[str]) -> int:

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sim.files import write_atomic
 from sim.results import INCOMPLETE
 from sim.runner import summarize
 
@@ -381,23 +380,7 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
         df = sweep_frame(d)
         page = render(sweep_sections(df, d), f"vnetsim sweep {d.name}")
     path = Path(out) if out is not None else d / "report.html"
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise ReportError(f"--out={str(path)!r}: cannot be written "
-                          f"({exc.strerror or type(exc).__name__})") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(page)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the page from other readers
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ReportError(f"--out={str(path)!r}: cannot be written "
-                              f"({exc.strerror or type(exc).__name__})") from None
-        raise
-    return path
+    return write_atomic(path, lambda tmp: Path(tmp).write_text(page), ReportError)
 
 
 def main(argv: list[str]) -> int:

@@ -104,6 +104,7 @@ CASES = [  # (arguments, space-separated; key, value as it must appear)
     ("--cfg", "--cfg", "''"),
     ("--cfg nope", "--cfg", "nope"),
     ("--info foo", "--info", "foo"),
+    ("--multirun workload.vms=1,2 --cfg hydra", "--multirun --cfg", "--info"),
     ("--config-dir /tmp", "--config-dir", "/tmp"),
     ("hydra/launcher=nope", "hydra/launcher", "nope"),
     ("hydra/sweeper=optuna", "hydra/sweeper", "optuna"),
