@@ -3,10 +3,7 @@
 Modelled:
 - Sender: send buffer (``sndbuf_bytes`` bounds unacknowledged + unsent bytes), congestion window
   with slow start and congestion avoidance (byte counting), Nagle, segments up to ``seg_max_bytes``
-  (a TSO segment when the path offers TSO, else a train of MSS frames). A train of ``n`` ACKs
-  (one ``Burst`` of ``packets=n``) is taken one ACK at a time, the stack trying to send after
-  each, as Linux's ``tcp_ack`` then ``tcp_data_snd_check`` do per packet: so a TSO segment is as
-  large as the window the ACKs opened since the last one, not the whole train's. With
+  (a TSO segment when the path offers TSO, else a train of MSS frames). With
   ``tso_win_divisor`` > 0 (Linux's ``tcp_tso_should_defer``, sysctl ``tcp_tso_win_divisor``)
   a TSO sender in the open state defers a segment that the window cuts short until the window
   allows a whole ``seg_max_bytes`` or a ``1/tso_win_divisor`` share of min(peer window, cwnd),
@@ -170,39 +167,21 @@ class TcpSender:
 
     # -- ACK processing ---------------------------------------------------------------------
     def on_ack(self, ack: Burst) -> None:
-        train = ack.packets > 1 and ack.ack > self.snd_una and self.recover is None
-        if ack.ack >= self.snd_una and not train:  # an old ACK must not move the window
+        if ack.ack >= self.snd_una:  # an old ACK must not move the window (nor shrink it)
             self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
         if ack.ack > self.snd_una:
-            if train:
-                # A train of n cumulative ACKs: each of the first n-1 acknowledges its share
-                # (the receiver ACKed every ack_every_frames frames), the stack sends after each.
-                # Each ACK advertised the window from its own point: the edge moves with it.
-                # The receiver ACKs whole frames: the points fall on MSS boundaries.
-                start, acked = self.snd_una, ack.ack - self.snd_una
-                per_ack_frames = -(-acked // self.mss) / ack.packets
-                for i in range(1, ack.packets):
-                    to = start + min(acked, round(per_ack_frames * i) * self.mss)
-                    self._new_ack(ack, to, sample=False)
-                    self.peer_right_edge = max(self.peer_right_edge, to + ack.window_bytes)
-                    self._wake_writer()
-                    self.output()
-            self._new_ack(ack, ack.ack)
-            self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
+            self._new_ack(ack)
         elif ack.dup and ack.ack == self.snd_una and self.flight > 0:
             self._dup_ack(ack)
         self._wake_writer()
         self.output()
 
-    def _new_ack(self, ack: Burst, to: int, sample: bool = True) -> None:
-        """Acknowledge up to ``to`` (``ack``'s own edge, or a point inside its train)."""
-        acked = to - self.snd_una
-        if acked <= 0:
-            return
-        self.snd_una = to
+    def _new_ack(self, ack: Burst) -> None:
+        acked = ack.ack - self.snd_una
+        self.snd_una = ack.ack
         self.snd_nxt = max(self.snd_nxt, self.snd_una)
         self.dupacks = 0
-        if sample and ack.echo_s >= 0:
+        if ack.echo_s >= 0:
             self._rtt_sample(self.env.now - ack.echo_s)
         self.rto_deadline = self.env.now + self.rto_s if self.flight > 0 else None
         if self.recover is not None:

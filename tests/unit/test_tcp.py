@@ -253,26 +253,26 @@ def _tso_sender(env, sent, divisor):
     return s
 
 
-def _ack_train(snd, n, frames_each=2):
-    """One burst of ``n`` ACKs, each for ``frames_each`` frames (the receiver's ACK ratio)."""
-    to = snd.snd_una + n * frames_each * MSS
-    return Burst(ACK, 0, 0, n, n, 52, MSS, ack=to, window_bytes=24 * MSS)
+def _ack(snd, frames=2):
+    """The receiver's next ACK, for ``frames`` more frames (its ACK ratio)."""
+    return Burst(ACK, 0, 0, 1, 1, 52, MSS, ack=snd.snd_una + frames * MSS,
+                 window_bytes=24 * MSS)
 
 
 @pytest.mark.parametrize("divisor, sizes, deferrals", [
-    (0, [2, 2, 2, 2, 2, 2], 0),  # each ACK of the train lets out what it opened: 2 frames
+    (0, [2, 2, 2, 2, 2, 2], 0),  # each ACK lets out what it opened: 2 frames
     # Deferral: wait until 1/3 of the 24-frame window (8 frames) is open; the 4 frames the
     # last two ACKs opened wait for the next ACK.
     (3, [8], 5),
 ])
-def test_an_ack_train_is_taken_ack_by_ack_and_tso_defers_small_segments(divisor, sizes,
-                                                                         deferrals):
+def test_tso_defers_a_segment_the_window_cuts_short(divisor, sizes, deferrals):
     env = simpy.Environment()
     sent: list[Burst] = []
     snd = _tso_sender(env, sent, divisor)
     assert [b.frames for b in sent] == [24]  # the whole window at once (nothing in flight)
     sent.clear()
-    snd.on_ack(_ack_train(snd, 6))  # 6 ACKs of 2 frames: 12 frames acknowledged at once
+    for _ in range(6):  # 6 ACKs of 2 frames each
+        snd.on_ack(_ack(snd))
     assert [b.frames for b in sent] == sizes
     assert snd.tso_deferrals == deferrals
     assert snd.snd_nxt - snd.snd_una == (24 - 12 + sum(sizes)) * MSS
