@@ -53,9 +53,10 @@ class OsStackParams:
     # sets (sk_sndbuf = 2 x SO_SNDBUF, socket(7)), so with an 8KB socket the writer keeps data
     # queued beyond the 8KB window and the window stays full; Windows holds what it was given.
     sndbuf_scale: float = 2.0
-    # TSO deferral (Linux tcp_tso_should_defer, sysctl tcp_tso_win_divisor, default 3): a
-    # window-cut TSO segment waits until 1/divisor of the window is open. 0: none.
-    tso_win_divisor: int = 3
+    # TSO deferral (Linux tcp_tso_should_defer, sysctl tcp_tso_win_divisor): a window-cut TSO
+    # segment waits until 1/divisor of the window is open. 0: none (RHEL5's 2.6.18 code never
+    # starts one; configs/guest/stack/*.yaml).
+    tso_win_divisor: int = 0
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
