@@ -219,15 +219,12 @@ def test_paced_senders_are_bound_by_their_rate():
 # -- the cross-check against the DES on random valid configurations ------------------------------
 
 FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm-up)
-# Not the issue's 5%: measured on these 30 draws (0.03-s DES windows, 2026-11-23, after the
-# DES's TCP changes of that day), goodput agrees within 5% on 24 and within 6.3% on all (the
-# worst are window-bound single 64KB senders at 10GbE, -5.5 to -6.3%); host CPU within 5% on
-# 20, within 15% on 28 and within 18% on all. The far ones are link-bound senders (1 and
-# 2.5GbE, or several flows on 10GbE, +9 to +18%, fluid higher): a model difference, not noise,
-# in the ACK side's virtual interrupts and the share that find the sending vCPU halted (fluid:
-# 1 - the send() calls' utilisation, on every ACK-train interrupt; DES e35_tx_single_vm, 1GbE,
-# 128KB: 1790 wake-ups/s, fluid ~5000; docs/fluid.md).
-GOODPUT_TOL, CPU_TOL = 0.07, 0.20
+# Measured on these 30 draws (0.03-s DES windows, 2026-11-23): goodput within 4.1% on all
+# (the issue's 5%); host CPU within 5% on 25 and within 6.8% on all, so CPU is held to 8%, not
+# the issue's 5%. The largest CPU differences: a window-bound single 64KB sender at 10GbE
+# (-6.8%) and link-bound senders (+5 to +6.5%), the share of the ACKs' virtual interrupts that
+# find the sending vCPU halted (fluid: 1 - the send() calls' utilisation; docs/fluid.md).
+GOODPUT_TOL, CPU_TOL = 0.05, 0.08
 
 
 @st.composite
