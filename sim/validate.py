@@ -52,7 +52,8 @@ def _per_nic(col):
 
 def _tso_bytes(s, t, cfg):
     n = _host_nics(t)
-    return float((n["tx_gbps"] * 1e9 / 8).sum() / n["tx_packets_per_s"].sum())
+    packets = n["tx_packets_per_s"].sum()
+    return float((n["tx_gbps"] * 1e9 / 8).sum() / packets) if packets > 0 else math.nan
 
 
 def _vcpu_max(s, t, cfg):
