@@ -357,6 +357,12 @@ def machine(argv: list[str]) -> dict:
             "command": " ".join(["python -m sim bench", *argv])}
 
 
+def _dump(path: str | None, argv: list[str], key: str, result: dict) -> None:
+    """``--json``: the machine and one mode's result."""
+    if path:
+        Path(path).write_text(json.dumps({"machine": machine(argv), key: result}, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim bench", description=__doc__.split("\n")[0])
     ap.add_argument("--scenarios", default=",".join(DEFAULT),
@@ -391,21 +397,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"--long-seconds={a.long_seconds:g}", file=sys.stderr)
             return 2
         result = run_long(a.long_seconds, a.long_sample_s)
-        if a.json:
-            Path(a.json).write_text(json.dumps({"machine": machine(argv), "long": result},
-                                               indent=1))
+        _dump(a.json, argv, "long", result)
         return 0 if result["ok"] else 1
     if a.sweep:
         result = run_sweep(a.sweep_warmup_s, a.sweep_measure_s)
-        if a.json:
-            Path(a.json).write_text(json.dumps({"machine": machine(argv), "sweep": result},
-                                               indent=1))
+        _dump(a.json, argv, "sweep", result)
         return 0
     if a.plan:
         result = run_plan()
-        if a.json:
-            Path(a.json).write_text(json.dumps({"machine": machine(argv), "plan": result},
-                                               indent=1))
+        _dump(a.json, argv, "plan", result)
         return 0
     if a.one:
         print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s)))
