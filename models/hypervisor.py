@@ -142,18 +142,20 @@ class HypervisorRx:
         NIC RX queue --batch of frames--> driver (per frame) --software LRO--> vswitch
             (per packet) --> vNIC backend (per packet, per destination vNIC) --> vNIC RX rings
 
-    ``vnics[i]`` is VM ``i``'s vNIC (every VM's; a port only receives for its own VMs, whose
-    peer is the one behind that port). The NIC's RX queue calls ``prepare``, then ``cost``,
-    then ``deliver`` on the ``RxPass`` ``prepare`` made.
+    A burst's destination vNIC is the vswitch port its ``dst`` names (a port only receives for
+    its own VMs). The NIC's RX queue calls ``prepare``, then ``cost``, then ``deliver`` on the
+    ``RxPass`` ``prepare`` made.
     """
 
-    def __init__(self, params: HypervisorParams, vswitch: Vswitch, vnics: list):
-        self.params, self.vswitch, self.vnics = params, vswitch, vnics
+    def __init__(self, params: HypervisorParams, vswitch: Vswitch):
+        self.params, self.vswitch = params, vswitch
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
 
     def _vnic(self, dst: int):
-        return self.vnics[dst] if 0 <= dst < len(self.vnics) else None
+        """The vNIC on this port's vswitch that endpoint ``dst`` names (None: a group or a
+        peer)."""
+        return self.vswitch.ports.get(dst)
 
     def _takes_aggregates(self, dst: int) -> bool:
         vnic = self._vnic(dst)

@@ -35,6 +35,7 @@ from models.nic import NicParams
 from models.pcie import PcieParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
+from models.topology import TopologyParams
 from models.vnic import VnicParams
 from models.vxlan import inner_mtu_bytes
 from models.workloads import WorkloadParams
@@ -210,6 +211,7 @@ class Config:
     peer: PeerParams = field(default_factory=PeerParams)
     tcp: TcpParams = field(default_factory=TcpParams)
     workload: WorkloadParams = field(default_factory=WorkloadParams)
+    topology: TopologyParams = field(default_factory=TopologyParams)
     calibration: CalibrationParams = field(default_factory=CalibrationParams)
     report: bool = False  # also write report.html beside results.json (sim/report.py) [bool]
 
@@ -310,6 +312,17 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
                           f"(or run.engine=des)")
+    topo = cfg.topology.kind
+    if cfg.run.engine == "fluid" and cfg.topology.vm_partner:
+        raise ConfigError(f"run.engine=fluid: topology.kind={topo} (a VM at the other end) is "
+                          f"not modelled by the fluid engine yet; allowed: native_peer "
+                          f"(or run.engine=des)")
+    if cfg.topology.vm_partner and cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"topology.kind={topo}: workload.kind=udp_multicast needs "
+                          f"topology.kind=native_peer (the sender is the native peer)")
+    if topo == "cross_vswitch" and (cfg.host.nic_ports < 2 or cfg.host.nic_ports % 2):
+        raise ConfigError(f"host.nic_ports={cfg.host.nic_ports}: topology.kind=cross_vswitch "
+                          f"needs an even number of ports >= 2 (pairs joined by a switch)")
     mtu = cfg.nic.link.mtu_bytes
     mss = units.mss_bytes(mtu, cfg.tcp.timestamps)
     if cfg.workload.socket_bytes < mss:
@@ -411,14 +424,16 @@ def estimate_size(cfg: Config) -> dict[str, tuple[Any, float]]:
     w, host, ports = cfg.workload, cfg.host, cfg.host.nic_ports
     per_session = BYTES_PER_SESSION.get(w.kind, BYTES_PER_SESSION_DEFAULT)
     contexts_per_vm = cfg.guest.vcpus + cfg.hypervisor.tx_contexts_per_vnic - 1
+    vms = 2 * w.vms if cfg.topology.vm_partner else w.vms  # with the partner VMs
+    hosts = 2 if cfg.topology.kind == "remote_host" else 1
     terms = {
         "workload.sessions_per_vm": (w.sessions_per_vm, w.vms * w.sessions_per_vm * per_session),
-        "workload.vms": (w.vms, w.vms * (BYTES_PER_VM + contexts_per_vm * BYTES_PER_CONTEXT)),
-        "host.nic_ports": (ports, ports * (BYTES_PER_PORT + (cfg.nic.rx_queues + cfg.nic.tx_queues)
-                                            * BYTES_PER_CONTEXT
-                                            + cfg.peer.cpu.n_cores * BYTES_PER_CORE)),
+        "workload.vms": (w.vms, vms * (BYTES_PER_VM + contexts_per_vm * BYTES_PER_CONTEXT)),
+        "host.nic_ports": (ports, hosts * ports * (
+            BYTES_PER_PORT + (cfg.nic.rx_queues + cfg.nic.tx_queues) * BYTES_PER_CONTEXT
+            + cfg.peer.cpu.n_cores * BYTES_PER_CORE)),
         "host.cpu.cores_per_socket": (host.cpu.cores_per_socket,
-                                      host.cpu.n_cores * BYTES_PER_CORE),
+                                      hosts * host.cpu.n_cores * BYTES_PER_CORE),
     }
     if w.kind == "tcp_rr":
         terms["workload.rr.latency_sample_capacity"] = (

@@ -271,6 +271,9 @@ def _core_key(core, host: bool) -> str:
 
 def describe_network(cfg: Config) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
+    if cfg.topology.vm_partner:  # refused at config time for run.engine=fluid; compare --all gets here
+        raise ValueError(f"fluid engine: topology.kind={cfg.topology.kind} (a VM at the other "
+                         f"end) is not modelled; allowed: native_peer")
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")

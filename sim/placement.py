@@ -155,8 +155,9 @@ def make_plan(cfg) -> Plan:
     host = cfg.host
     placer = make_placement(cfg)
     slots: dict[str, Slot] = {}
-    for i in range(cfg.workload.vms):
-        port = i % host.nic_ports
+    n = cfg.workload.vms
+    for i in range(cfg.topology.host_vms(n)):  # with their partner VMs on the same host
+        port = cfg.topology.port_of(i, n, host.nic_ports)
         card = port // host.ports_per_card
         card_node = host.card_node(card)
         placer.start_vm(i, port)
@@ -198,7 +199,7 @@ def start_numa_io(model, plan: Plan):
     cores = model.cpu.cores
     groups = {c: NumaIoGroup(host.card_node(c), [], {False: {}, True: {}}, plan.numa_active)
               for c in range(host.n_cards)}
-    vm_card = {i: (i % host.nic_ports) // host.ports_per_card for i in range(len(model.vms))}
+    vm_card = {vm.index: model.port_of(vm.index) // host.ports_per_card for vm in model.vms}
     for name, slot in plan.slots.items():
         ctx = by_name[name]
         card = slot.card if slot.card is not None else vm_card[int(name[2:].split(".")[0])]

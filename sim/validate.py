@@ -43,7 +43,7 @@ CONFIG_DIR = ROOT / "configs"
 
 
 def _host_nics(t):
-    return t["nics"][~t["nics"]["nic"].str.startswith("peer")]
+    return t["nics"][~t["nics"]["nic"].str.startswith(("peer", "remote."))]
 
 
 def _per_nic(col):

@@ -35,8 +35,9 @@ class FakeVnic:
 
 
 class FakeVswitch:
-    def __init__(self):
+    def __init__(self, vnics=()):
         self.got: list[Burst] = []
+        self.ports = dict(enumerate(vnics))  # port id (the VM's endpoint) -> its vNIC
 
     def cycles(self, packets: int, n_bytes: int) -> float:
         return 600.0 * packets
@@ -84,8 +85,8 @@ def test_software_lro_aggregate_counts():
 
 
 def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(driver_kind="native"), vs, [FakeVnic(True), FakeVnic(False)])
+    vs = FakeVswitch([FakeVnic(True), FakeVnic(False)])
+    rx = HypervisorRx(params(driver_kind="native"), vs)
     batch = [data(45, dst=0), data(10, dst=1)]
     taken = rx.prepare(batch, None)
     terms = rx.cost(taken, is_interrupt=True)
@@ -99,8 +100,8 @@ def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
 
 
 def test_no_software_lro_without_the_feature():
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs, [FakeVnic(True)])
+    vs = FakeVswitch([FakeVnic(True)])
+    rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs)
     rx.deliver(rx.prepare([data(45)], None))
     assert vs.got[0].packets == 45
 
@@ -139,8 +140,8 @@ def test_software_lro_runs_once_per_batch(monkeypatch):
     calls = []
     real = hvmod.software_lro
     monkeypatch.setattr(hvmod, "software_lro", lambda *a: calls.append(1) or real(*a))
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(), vs, [FakeVnic(True)])
+    vs = FakeVswitch([FakeVnic(True)])
+    rx = HypervisorRx(params(), vs)
     batch = [data(45)]
     taken = rx.prepare(batch, None)
     rx.cost(taken, is_interrupt=True)
