@@ -259,6 +259,7 @@ class _Net:
     queues: list = field(default_factory=list)
     ack_frame_bytes: np.ndarray = None
     e_halt: np.ndarray = None                       # wake-ups of halted vCPUs
+    e_poll: np.ndarray = None                       # a direct device's per-interrupt work
     e_background: np.ndarray = None                 # work that does not wait for interrupts
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
     cpu: object = None                              # _CpuView
@@ -338,13 +339,17 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    ek, ef, eq, ec, es, eh = [], [], [], [], [], []
+    ek, ef, eq, ec, es, eh, ep = [], [], [], [], [], [], []
     vcpus = {c.name for vm in net.model.vms for c in vm.vcpus}
+    # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
+    direct = {c.name for vm in net.model.vms if getattr(vm.vnic, "direct", False)
+              for c in vm.vcpus}
 
-    def add(key, i, q, coef, section=-1, halt=False):
+    def add(key, i, q, coef, section=-1, halt=False, poll=False):
         if coef:
             ek.append(keys.setdefault(key, len(keys)))
             ef.append(i), eq.append(q), ec.append(coef), es.append(section), eh.append(halt)
+            ep.append(poll)
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -365,7 +370,8 @@ def _compile(net: _Net) -> None:
                     if (section, side) == ("data", "recv"):
                         table["packet"] = SW_PK if host_rx else NIC_PK
                     if (section, side) == ("acks", "recv") and hop.name in vcpus:
-                        table["virtual interrupt"] = table["pass"] = VIA
+                        # (a direct device's interrupt runs the guest's driver on the vCPU)
+                        table["virtual interrupt"] = table["pass"] = table["interrupt"] = VIA
                     # One task per pass (the quantity that pays the hop's first fixed cost).
                     first = next((table.get(c.per) for c in hop.charges if c.fixed_cycles
                                   and c.per in table), None)
@@ -382,7 +388,8 @@ def _compile(net: _Net) -> None:
                             if what not in table:
                                 net.unknown.add((c.term, what))
                                 continue
-                            add((hop.name, c.term), i, table[what], cyc, s_i)
+                            add((hop.name, c.term), i, table[what], cyc, s_i,
+                                poll=what == "interrupt" and hop.name in direct)
                         if section == "data":
                             add((hop.name, c.term), i, G, c.per_byte_cycles, s_i)
                 elif hop.kind == PCIE:
@@ -409,6 +416,7 @@ def _compile(net: _Net) -> None:
     net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
     net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
     net.e_halt = np.array(eh, dtype=bool)
+    net.e_poll = np.array(ep, dtype=bool)
     net.e_background = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key],
                                 dtype=bool)
     net.cpu = _cpu_view(net, net.tasks)
@@ -496,6 +504,9 @@ def demands(net: _Net, rates) -> State:
     cpu = net.cpu
     tasks = np.bincount(cpu.t_ctx, Q[cpu.t_flow, cpu.t_q], len(cpu.ctx_core))
     ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
+    # A vCPU that drives its NIC polls it while busy (NAPI): its per-interrupt work fills what
+    # the rest leaves (``_polling``; DES, pt_passthrough_tx: the vCPU at 100%, no interrupt).
+    _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock)
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
                   cpu.core_clock, ws, net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))

@@ -6,6 +6,8 @@ that prices the pass from the same parameters), the rings and queues it waits in
 capacity), the PCIe directions and links it crosses (with their rate). ``flow_paths(model)``
 lists the data direction and the ACK return path of every flow; ``python -m sim path`` prints
 them as an ASCII sketch. The steady-state engine reads the same description.
+Direct devices (passthrough, SR-IOV, the bare-metal host: ``models.vnic.direct``) have a path
+of their own (``_direct_tcp_path``): the guest's qdisc and the NIC's rings, no backend or vswitch.
 Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer), VM-to-VM
 flows (none of the experiments has one).
 """
@@ -87,6 +89,8 @@ def flow_paths(model: Model) -> list[FlowPath]:
 
 
 def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPath:
+    if getattr(model.vnics[v], "direct", False):
+        return _direct_tcp_path(model, f, v, kind, direction)
     vm, p = model.vms[v], model.port_of(v)
     vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitches[p], model.peers[p]
     card = model.cards[p // model.cfg.host.ports_per_card]
@@ -128,6 +132,46 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
                      _ctx(vm.app_context(f), _pick(receiver, costs.APP_RECV))]
         path.acks = [_ctx(vm.app_context(f), _pick(receiver, costs.STACK_ACK_TX),
                           vnic.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
+                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
+                          _pick(sender, costs.STACK_ACK_RX))]
+    return path
+
+
+def _direct_tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPath:
+    """A flow of a VM (or bare-metal host) that drives its NIC or VF itself
+    (``models.vnic.direct``): its vCPU, the qdisc and the NIC's rings; no backend, no vswitch,
+    no vector context (the NIC's interrupt runs the guest's driver on the vCPU)."""
+    vm, p = model.vms[v], model.port_of(v)
+    dev, nic, peer = vm.vnic, model.nics[p], model.peers[p]
+    card = model.cards[p // model.cfg.host.ports_per_card]
+    probe = Burst(DATA, f, 0, 1, 1, 0, 1, dst=v, src=v)
+    nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
+    peer_rxq = peer.nic.rx_queues[peer.nic.rss_queue(f) if len(peer.nic.rx_queues) > 1 else 0]
+    vm_tx = [_ring(dev.qdisc, "guest qdisc"), _ring(nic.tx_queue(probe)),
+             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
+    vm_rx = [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs")]
+    peer_tx = [_ring(peer.nic.tx_queues[0]), _link(peer.nic.tx_link)]
+    path = FlowPath(f, v, kind, direction)
+    if direction == "tx":
+        sender, receiver = vm.charges("sender"), peer.charges("receiver")
+        path.data = [_ctx(vm.app_context(f), _pick(sender, costs.APP_SEND, costs.STACK_TX),
+                          dev.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
+                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
+                          _pick(receiver, costs.STACK_RX)),
+                     _ctx(peer.app_context(f), _pick(receiver, costs.APP_RECV))]
+        path.acks = [_ctx(peer.irq_of(f), _pick(receiver, costs.STACK_ACK_TX),
+                          peer.driver_charges("tx")), *peer_tx, *vm_rx,
+                     _ctx(nic_rxq.context, dev.guest_charges("rx"),
+                          _pick(sender, costs.STACK_ACK_RX))]
+    else:
+        sender, receiver = peer.charges("sender"), vm.charges("receiver")
+        path.data = [_ctx(peer.app_context(f), _pick(sender, costs.APP_SEND, costs.STACK_TX),
+                          peer.driver_charges("tx")), *peer_tx, *vm_rx,
+                     _ctx(nic_rxq.context, dev.guest_charges("rx"),
+                          _pick(receiver, costs.STACK_RX)),
+                     _ctx(vm.app_context(f), _pick(receiver, costs.APP_RECV))]
+        path.acks = [_ctx(vm.app_context(f), _pick(receiver, costs.STACK_ACK_TX),
+                          dev.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
                      _ctx(peer.irq_of(f), peer.driver_charges("rx"),
                           _pick(sender, costs.STACK_ACK_RX))]
     return path
