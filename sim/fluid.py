@@ -370,8 +370,7 @@ def _compile(net: _Net) -> None:
                     if (section, side) == ("data", "recv"):
                         table["packet"] = SW_PK if host_rx else NIC_PK
                     if (section, side) == ("acks", "recv") and hop.name in vcpus:
-                        # (a direct device's interrupt runs the guest's driver on the vCPU)
-                        table["virtual interrupt"] = table["pass"] = table["interrupt"] = VIA
+                        table["virtual interrupt"] = table["pass"] = VIA
                     # One task per pass (the quantity that pays the hop's first fixed cost).
                     first = next((table.get(c.per) for c in hop.charges if c.fixed_cycles
                                   and c.per in table), None)
@@ -382,8 +381,9 @@ def _compile(net: _Net) -> None:
                             if not cyc:
                                 continue
                             if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
-                                add((hop.name, c.term), i, table["virtual interrupt"], cyc,
-                                    s_i, halt=True)
+                                # (a direct device's vCPU is woken by the NIC's interrupt)
+                                irq = "interrupt" if hop.name in direct else "virtual interrupt"
+                                add((hop.name, c.term), i, table[irq], cyc, s_i, halt=True)
                                 continue
                             if what not in table:
                                 net.unknown.add((c.term, what))
