@@ -73,9 +73,8 @@ class HypervisorParams:
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
     tx_contexts_per_vnic: int = 1
-    # No hypervisor at all (``hypervisor=native``): the OS runs on the host's cores and drives
-    # the NIC itself (the direct device, ``models.vnic.direct``); the baseline of overhead.
-    bare_metal: bool = False
+    # The OS runs on the host's cores and drives the NIC itself (``models.vnic.direct``).
+    bare_metal: bool = False  # no hypervisor at all (hypervisor=native): the overhead baseline
     vswitch: VswitchParams = field(default_factory=VswitchParams)
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
