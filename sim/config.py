@@ -439,8 +439,8 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if cfg.nic.rx_sort == "vmdq" and not feats.netqueue:
         raise ConfigError(f"nic.rx_sort=vmdq: needs NetQueue, which hypervisor={hv} lacks "
                           f"(hypervisor.features.netqueue=false); allowed: single, rss")
-    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and \
-            not (feats.vnic_rss and cfg.vnic.rx_queues > 1):
+    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and cfg.vnic.model != "passthrough" \
+            and not (feats.vnic_rss and cfg.vnic.rx_queues > 1):  # (passthrough: the guest's RSS)
         raise ConfigError(f"nic.rx_sort=rss: a vNIC takes packets from one hardware queue unless "
                           f"the hypervisor has vnic_rss (hypervisor={hv}: "
                           f"{str(feats.vnic_rss).lower()}) and the vNIC asks for several "

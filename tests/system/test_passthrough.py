@@ -162,3 +162,12 @@ def test_declared_guest_charges_are_what_the_direct_device_charges(compose):
     assert tx == pytest.approx({c.term: c.fixed_cycles + 10 * c.per_packet_cycles
                                 for c in dev.guest_charges("tx")})
     assert dev.backend_charges("tx") == dev.backend_charges("rx") == []
+
+
+def test_a_passed_through_nic_may_spread_its_queues_over_the_guests_vcpus(compose):
+    """RSS across the NIC's queues is the guest's own (no vnic_rss needed): queue k interrupts
+    vCPU k mod vcpus."""
+    model = build(compose(["experiment=pt_passthrough_rx", "guest.vcpus=2", "nic.rx_queues=2",
+                           "nic.rx_sort=rss"]))
+    dev = model.vnics[0]
+    assert [dev.rx_vcpu(k).name for k in range(2)] == ["vm0.vcpu0", "vm0.vcpu1"]
