@@ -34,7 +34,8 @@ from models.nic import NicPort
 from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
 from models.peer import PeerHost
-from models.vnic import VirtualNic, make_vnic
+from models.vnic import VirtualNic, is_direct, make_vnic
+from models.vnic.direct import DIRECT, owned_queues, port_params
 from models.vswitch import Vswitch
 from models.vxlan import Vtep, inner_mtu_bytes
 from models.workloads import WORKLOADS
@@ -127,8 +128,10 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
     mss = _mss(cfg)
     model.cards = [PcieLink(env, f"{pre}card{c}", cfg.pcie, node=cfg.host.card_node(c))
                    for c in range(cfg.host.n_cards)]
+    direct = is_direct(cfg.vnic.model)  # the guest drives the NIC: no vswitch path, no vectors
+    nic_params = port_params(cfg.nic, cfg.vnic.model, cfg.workload.vms)
     for p in range(cfg.host.nic_ports):
-        nic = NicPort(env, f"{pre}nic{p}", cfg.nic, stats,
+        nic = NicPort(env, f"{pre}nic{p}", nic_params, stats,
                       rss_salt=int(rng(f"{pre}nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
@@ -140,8 +143,8 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
             model.peers.append(peer)
             _wire_cable(nic, peer.nic)
     for k, i in enumerate(vms):
-        _build_vm(model, i, plan, rng, slot_vm=k)
-    for p, nic in enumerate(model.nics):
+        (_build_direct_vm if direct else _build_vm)(model, i, plan, rng, slot_vm=k)
+    for p, nic in enumerate([] if direct else model.nics):
         vectors = [_context(model, plan, vector_name(p, k), rng)
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
@@ -190,6 +193,29 @@ def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
     model.vms.append(vm)
     model.vnics.append(vnic)
     model.contexts.extend([*vcpus, *nets])
+
+
+def _build_direct_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
+    """VM ``i`` (or, on bare metal, the host's OS) driving its NIC port or VF itself
+    (``models.vnic.direct``): its vCPUs only, no networking context; placed, and given the
+    VF, of VM ``slot_vm`` (the same on a remote host)."""
+    cfg, env = model.cfg, model.env
+    nic = model.nics[model.port_of(i)]
+    vcpu_names, _ = vm_context_names(cfg, i)
+    vcpus = [_context(model, plan, name, rng, slot)
+             for name, slot in zip(vcpu_names, vm_context_names(cfg, slot_vm)[0])]
+    hv = cfg.hypervisor
+    vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
+    vnic = DIRECT[cfg.vnic.model](
+        env, f"vm{i}.{cfg.vnic.model}", cfg.vnic, model.stats, nic=nic, vcpus=vcpus,
+        queues=owned_queues(cfg.vnic.model, slot_vm, nic.params),
+        exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
+        wakeup_cycles=hv.vcpu_halt_wakeup_cycles,
+        posted_interrupts=hv.features.posted_interrupts, bare_metal=hv.bare_metal)
+    vm.attach(vnic)
+    model.vms.append(vm)
+    model.vnics.append(vnic)
+    model.contexts.extend(vcpus)
 
 
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:

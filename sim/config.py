@@ -237,12 +237,67 @@ def to_config(mapping: Mapping[str, Any], cross_checks: bool = True) -> Config:
         if max_queues < 1:
             raise ConfigError(f"nic.max_queues={max_queues}: must be >= 1")
         mapping = {**mapping, "nic": {k: v for k, v in nic.items() if k != "max_queues"}}
+    max_vfs = 0  # ``nic.max_vfs``: SR-IOV virtual functions per port (a limit, like max_queues)
+    nic = mapping.get("nic") if isinstance(mapping, Mapping) else None
+    if isinstance(nic, Mapping) and "max_vfs" in nic:
+        max_vfs = _convert(int, nic["max_vfs"], "nic.max_vfs")
+        if max_vfs < 0:
+            raise ConfigError(f"nic.max_vfs={max_vfs}: must be >= 0")
+        mapping = {**mapping, "nic": {k: v for k, v in nic.items() if k != "max_vfs"}}
     cfg = _build(Config, mapping, "")
     if cross_checks:
         _cross_check(cfg)
         if max_queues is not None:
             _check_queues(cfg, max_queues)
+        _check_direct(cfg, max_vfs)
     return cfg
+
+
+def _check_direct(cfg: Config, max_vfs: int) -> None:
+    """Direct devices (``models.vnic.direct``) and the native host: what the hypervisor, the
+    NIC and the rest of the config must allow."""
+    hv, feats, model = cfg.hypervisor, cfg.hypervisor.features, cfg.vnic.model
+    if hv.bare_metal and model != "passthrough":
+        raise ConfigError(f"vnic.model={model}: hypervisor={hv.name} is bare metal (no "
+                          f"hypervisor), whose OS drives its NIC itself; allowed: passthrough "
+                          f"(vnic=passthrough)")
+    if model not in ("passthrough", "sriov"):
+        return
+    if model == "passthrough" and not feats.passthrough:
+        raise ConfigError(f"vnic.model=passthrough: needs DirectPath I/O, which hypervisor="
+                          f"{hv.name} lacks (hypervisor.features.passthrough=false); allowed: "
+                          f"a hypervisor from ESX 4.0 on (hypervisor=esx40, vsphere55, ...)")
+    if model == "sriov" and not feats.sriov:
+        raise ConfigError(f"vnic.model=sriov: needs SR-IOV, which hypervisor={hv.name} lacks "
+                          f"(hypervisor.features.sriov=false); allowed: vSphere 5.1 or later "
+                          f"(hypervisor=vsphere51, vsphere55, vsphere60)")
+    if cfg.topology.kind == "same_vswitch":
+        raise ConfigError(f"topology.kind=same_vswitch: vnic.model={model} bypasses the "
+                          f"vswitch (VF to VF through the NIC's own switch is not modelled); "
+                          f"allowed: native_peer, cross_vswitch, remote_host")
+    ports, vms, topo = cfg.host.nic_ports, cfg.workload.vms, cfg.topology
+    on_port = [topo.port_of(i, vms, ports) for i in range(topo.host_vms(vms))]
+    per_port = max(on_port.count(p) for p in set(on_port))
+    if model == "passthrough" and per_port > 1:
+        what = "one OS per NIC port on bare metal" if hv.bare_metal else \
+            "a port is assigned to one VM"
+        raise ConfigError(f"workload.vms={vms}: must be <= host.nic_ports={ports} with "
+                          f"vnic.model=passthrough ({what}; vnic=sriov shares a port)")
+    if model == "sriov" and per_port > max_vfs:
+        raise ConfigError(f"workload.vms={vms}: {per_port} VMs per port need as many virtual "
+                          f"functions, and the NIC has {max_vfs} (nic.max_vfs; allowed: a NIC "
+                          f"with SR-IOV such as nic=intel_82599, or fewer VMs)")
+    if cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"workload.kind=udp_multicast: not modelled with vnic.model={model} "
+                          f"(its replication is the vswitch's, which a direct device bypasses); "
+                          f"allowed: tcp_stream, tcp_rr, http")
+    if hv.vswitch.vxlan.enabled:
+        raise ConfigError(f"hypervisor.vswitch.vxlan.enabled=true: the tunnel endpoint is the "
+                          f"vswitch's, which vnic.model={model} bypasses; allowed: false")
+    if cfg.host.placement == "numa_io":
+        raise ConfigError(f"host.placement=numa_io: it moves the hypervisor's networking "
+                          f"contexts, which vnic.model={model} has none of; allowed: pinned, "
+                          f"spread")
 
 
 def _check_queues(cfg: Config, max_queues: int) -> None:
@@ -402,8 +457,8 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if cfg.nic.rx_sort == "vmdq" and not feats.netqueue:
         raise ConfigError(f"nic.rx_sort=vmdq: needs NetQueue, which hypervisor={hv} lacks "
                           f"(hypervisor.features.netqueue=false); allowed: single, rss")
-    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and \
-            not (feats.vnic_rss and cfg.vnic.rx_queues > 1):
+    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and cfg.vnic.model != "passthrough" \
+            and not (feats.vnic_rss and cfg.vnic.rx_queues > 1):  # (passthrough: the guest's RSS)
         raise ConfigError(f"nic.rx_sort=rss: a vNIC takes packets from one hardware queue unless "
                           f"the hypervisor has vnic_rss (hypervisor={hv}: "
                           f"{str(feats.vnic_rss).lower()}) and the vNIC asks for several "

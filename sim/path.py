@@ -8,7 +8,9 @@ lists the data direction and the ACK return path of every flow; ``python -m sim 
 them as an ASCII sketch. The steady-state engine reads the same description.
 The other end is the native peer behind the VM's port or, with a VM-to-VM topology
 (``models.topology``), the partner VM: on the same vswitch the sender's backend context
-switches the burst into the partner's vNIC (no NIC, no wire).
+switches the burst into the partner's vNIC (no NIC, no wire). A direct device (passthrough,
+SR-IOV, the bare-metal host: ``models.vnic.direct``) crosses the guest's qdisc and the NIC's
+rings, no backend or vswitch, and its receive pass runs on the vCPU the NIC queue interrupts.
 Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer).
 """
 from __future__ import annotations
@@ -126,6 +128,27 @@ def _is_vm(end) -> bool:
     return isinstance(end, Vm)
 
 
+def _is_direct(end) -> bool:
+    """A VM (or bare-metal host) driving its NIC or VF itself (``models.vnic.direct``)."""
+    return _is_vm(end) and getattr(end.vnic, "direct", False)
+
+
+def _nic_rxq(model: Model, end, f: int, src: int | None = None):
+    """The NIC RX queue a VM's traffic of flow ``f`` arrives on."""
+    host = _host_of(model, end)
+    nic = host.nics[host.port_of(end.index)]
+    probe = _probe(f, end.endpoint, end.endpoint if src is None else src)
+    return nic.rx_queues[nic.rx_queue_index(probe)]
+
+
+def _rx_pass(model: Model, end, f: int):
+    """The context a VM's receive pass of flow ``f`` runs on: the vCPU its vNIC queue
+    interrupts, or for a direct device the vCPU its NIC queue interrupts."""
+    if _is_direct(end):
+        return _nic_rxq(model, end, f).context
+    return end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint)).vcpu
+
+
 def _send_app(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The sending application's context: its send() calls and segment output."""
     device = end.vnic.guest_charges("tx") if _is_vm(end) else end.driver_charges("tx")
@@ -143,16 +166,16 @@ def _ack_out(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
 def _recv_stack(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
     """The receive pass that takes the data in (a VM's vCPU; a peer's softirq)."""
     if _is_vm(end):
-        rxq = end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint))
-        return [_ctx(rxq.vcpu, end.vnic.guest_charges("rx"), _pick(rcv, costs.STACK_RX))]
+        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+                     _pick(rcv, costs.STACK_RX))]
     return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(rcv, costs.STACK_RX))]
 
 
 def _ack_in(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The receive pass that takes the ACKs in at the data sender."""
     if _is_vm(end):
-        rxq = end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint))
-        return [_ctx(rxq.vcpu, end.vnic.guest_charges("rx"), _pick(snd, costs.STACK_ACK_RX))]
+        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+                     _pick(snd, costs.STACK_ACK_RX))]
     return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(snd, costs.STACK_ACK_RX))]
 
 
@@ -165,13 +188,16 @@ def _out(model: Model, src, dst, f: int) -> list[Hop]:
     p = host.port_of(src.index)
     vnic, nic, vswitch = src.vnic, host.nics[p], host.vswitches[p]
     probe = _probe(f, dst.endpoint, src.endpoint)
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    if _is_direct(src):
+        return [_ring(vnic.qdisc, "guest qdisc"), _ring(nic.tx_queue(probe)),
+                _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
     txq = vnic.tx_queue_of(probe)
     if vswitch.is_local(probe):
         return [_ring(txq.ring),
                 _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx", uplink=False),
                      vswitch.ports[dst.endpoint].backend_charges("rx"),
                      note="; switched to the partner's vNIC on this vswitch")]
-    card = host.cards[p // model.cfg.host.ports_per_card]
     return [_ring(txq.ring),
             _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
                  model.cfg.hypervisor.driver_charges("tx")),
@@ -188,10 +214,13 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     host = _host_of(model, dst)
     p = host.port_of(dst.index)
     vnic, nic, vswitch = dst.vnic, host.nics[p], host.vswitches[p]
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    if _is_direct(dst):
+        return [_rx_ring(_nic_rxq(model, dst, f, src.endpoint)),
+                _pcie(card.up, "RX data, descriptor write-backs")]
     rxq = vnic.rx_queue_of(probe)
     if _is_vm(src) and _host_of(model, src) is host and host.port_of(src.index) == p:
         return [_ring(rxq.ring)]  # switched by the sender's backend (``_out``)
-    card = host.cards[p // model.cfg.host.ports_per_card]
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
     hv = model.cfg.hypervisor
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.vnic import is_direct
+
 
 POLICIES = ("pinned", "spread", "numa_io")
 
@@ -138,9 +140,11 @@ class Plan:
 
 def vm_context_names(cfg, i: int) -> tuple[list[str], list[str]]:
     """VM ``i``'s vCPU and networking context names, in the order they are placed."""
+    vcpus = [f"vm{i}.vcpu{k}" for k in range(cfg.guest.vcpus)]
+    if is_direct(cfg.vnic.model):  # the guest drives the NIC itself: no networking context
+        return vcpus, []
     n_net = min(cfg.hypervisor.tx_contexts_per_vnic, cfg.vnic.tx_queues)
-    return ([f"vm{i}.vcpu{k}" for k in range(cfg.guest.vcpus)],
-            [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))])
+    return vcpus, [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))]
 
 
 def vector_name(port: int, queue: int) -> str:
@@ -176,7 +180,7 @@ def make_plan(cfg) -> Plan:
             slots[name] = Slot(placed[False], placed[True], card if networking else None)
         assert [c for c, _ in cores] == [slots[n].at_start(placer.numa_active)[0]
                                         for _, n in cores]
-    for p in range(host.nic_ports):
+    for p in range(0 if is_direct(cfg.vnic.model) else host.nic_ports):  # direct: no vectors
         card = p // host.ports_per_card
         node = host.card_node(card)
         for k in range(cfg.nic.rx_queues):
