@@ -89,6 +89,12 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     vms["vcpu_util_pct"] = [100 * sum(d[("ctx", c.name, "busy_s")] for c in vm.vcpus)
                             / (window_s * len(vm.vcpus))
                             for vm in (by_index[i] for i in vms["vm"])]
+    if cfg.topology.vm_partner:  # the other end's vCPUs: VM n + i, on this host or the remote
+        n = cfg.workload.vms
+        everyone = {vm.index: vm for h in model.hosts() for vm in h.vms}
+        vms["partner_vcpu_util_pct"] = [
+            100 * sum(d[("ctx", c.name, "busy_s")] for c in everyone[n + i].vcpus)
+            / (window_s * len(everyone[n + i].vcpus)) for i in vms["vm"]]
     cores = pd.DataFrame([{"core": c.index, "numa_node": c.node,
                            "util_pct": 100 * d[("core", c.index, "busy_s")] / window_s,
                            "switches_per_s": rate("core", c.index, "switches")}

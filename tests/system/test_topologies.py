@@ -33,6 +33,8 @@ def test_same_vswitch_is_not_capped_by_the_line_rate(run):
     assert float(backend_rx["cycles_per_s"].sum()) > 0
     # the partner (vm1) exists on the host, but the flows belong to the measured VM
     assert [vm.index for vm in model.vms] == [0, 1] and list(t["vms"]["vm"]) == [0]
+    # "as fast as the host resources allow": the receiving partner's vCPU is the limit
+    assert t["vms"]["partner_vcpu_util_pct"].iloc[0] > 90
 
 
 def test_cross_vswitch_goes_through_the_wire(run):
