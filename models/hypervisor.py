@@ -22,6 +22,8 @@ Modelled:
   IPI to its core, the scheduler, a world switch, the VM entry and the injection). Charged on
   the vCPU once per interrupt that finds it idle (``models.vnic.base``).
 - ``tx_contexts_per_vnic``: how many networking contexts serve one vNIC's transmit queues.
+- ``poll_mode``: the networking contexts and RX vectors are poll-mode threads (a userspace
+  vswitch with vhost-user, ``models.polling``): always busy, never interrupted or kicked.
 Left out: Dynamic NetQueue (queue counts are fixed per run), the vmklinux shim's locking,
 generation-specific vswitch costs (every generation uses the same vswitch prices unless its
 profile says otherwise).
@@ -50,6 +52,8 @@ class HypervisorFeatures:
     vnic_rss: bool = False       # several hardware queues into one vNIC (vSphere 6.0)
     split_rx_mode: bool = False  # multicast copies split across contexts (vSphere 5.0)
     vxlan: bool = False          # VXLAN tunnel endpoints in the vswitch (vSphere 5.1)
+    vmxnet: bool = True          # VMware's paravirtual devices (vmxnet2; vmxnet3 as above)
+    virtio_net: bool = False     # the virtio-net device (KVM)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,9 @@ class HypervisorParams:
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
     tx_contexts_per_vnic: int = 1
+    # The vswitch and vNIC backends run as poll-mode threads (vhost-user with OVS-DPDK,
+    # ``models.polling``): their cores spin at 100%, no host interrupts, no guest kicks.
+    poll_mode: bool = False
     vswitch: VswitchParams = field(default_factory=VswitchParams)
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -20,7 +20,7 @@ by (replication, component name), so adding a component shifts nobody else's num
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import simpy
@@ -33,6 +33,7 @@ from models.hypervisor import HypervisorRx
 from models.nic import NicPort
 from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
+from models.polling import PollingContext
 from models.peer import PeerHost
 from models.vnic import VirtualNic, make_vnic
 from models.vswitch import Vswitch
@@ -84,7 +85,7 @@ def build(cfg: Config, replication: int = 0) -> Model:
     vxlan = cfg.hypervisor.vswitch.vxlan  # with VXLAN the guests' MTU leaves room for the tunnel
     mss = units.mss_bytes(inner_mtu_bytes(vxlan, cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
     for p in range(ports):
-        nic = NicPort(env, f"nic{p}", cfg.nic, stats,
+        nic = NicPort(env, f"nic{p}", _nic_params(cfg), stats,
                       rss_salt=int(rng(f"nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
@@ -97,7 +98,7 @@ def build(cfg: Config, replication: int = 0) -> Model:
     for i in range(cfg.workload.vms):
         _build_vm(model, i, plan, rng)
     for p, nic in enumerate(model.nics):
-        vectors = [_context(model, plan, vector_name(p, k), rng)
+        vectors = [_context(model, plan, vector_name(p, k), rng, poll=cfg.hypervisor.poll_mode)
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
         _wire_receive(model, p, vectors)
@@ -123,10 +124,20 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
     peer_nic.tx_link.deliver = host_nic.receive
 
 
-def _context(model: Model, plan: Plan, name: str, rng) -> Context:
-    """Context ``name`` on the core and with the home the plan gives it."""
-    return Context(model.env, name, model.cpu.core(plan.core(name)), rng=rng(name),
-                   home=plan.home(name))
+def _context(model: Model, plan: Plan, name: str, rng, poll: bool = False) -> Context:
+    """Context ``name`` on the core and with the home the plan gives it (``poll``: a
+    poll-mode thread, ``models.polling``)."""
+    cls = PollingContext if poll else Context
+    return cls(model.env, name, model.cpu.core(plan.core(name)), rng=rng(name),
+               home=plan.home(name))
+
+
+def _nic_params(cfg: Config):
+    """The NIC as the host drives it: a poll-mode vswitch takes frames as they land (no
+    interrupt moderation: a zero static timer), otherwise as configured."""
+    if not cfg.hypervisor.poll_mode:
+        return cfg.nic
+    return replace(cfg.nic, coalescing=replace(cfg.nic.coalescing, mode="static", timer_us=0.0))
 
 
 def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
@@ -135,7 +146,7 @@ def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
     vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
     vcpus = [_context(model, plan, name, rng) for name in vcpu_names]
     hv = cfg.hypervisor
-    nets = [_context(model, plan, name, rng) for name in net_names]
+    nets = [_context(model, plan, name, rng, poll=hv.poll_mode) for name in net_names]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,

@@ -79,8 +79,11 @@ class VnicParams:
               f"in 1..{device.max_queues} for {self.model}")
         check(1 <= self.rx_queues <= device.max_queues, "rx_queues", self.rx_queues,
               f"in 1..{device.max_queues} for {self.model}")
-        check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
-        check(self.rx_ring_slots >= 1, "rx_ring_slots", self.rx_ring_slots, ">= 1")
+        most = device.max_ring_slots
+        check(1 <= self.tx_ring_slots <= most, "tx_ring_slots", self.tx_ring_slots,
+              f"in 1..{most} for {self.model}")
+        check(1 <= self.rx_ring_slots <= most, "rx_ring_slots", self.rx_ring_slots,
+              f"in 1..{most} for {self.model}")
         check(not self.tso or device.tso_capable, "tso", self.tso,
               f"false: {self.model} has no TSO")
         check(not self.lro or device.lro_capable, "lro", self.lro,
@@ -133,6 +136,7 @@ class VirtualNic:
     """
 
     max_queues = 1
+    max_ring_slots = 4096  # the largest ring the device's drivers accept (ethtool -G)
     tso_capable = True
     lro_capable = False
     mtu_ceiling_bytes = 9000
