@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import simpy
 
+from models import costs
 from models.base import Stats
 from models.vnic.base import DEVICES, VirtualNic, VnicParams
 
@@ -71,6 +72,14 @@ class VirtioNet(VirtualNic):
         if getattr(queue.backend, "poll_mode", False):
             return 0
         return super().tx_doorbells(queue)
+
+    def guest_charges(self, direction: str) -> list[costs.Charge]:
+        """As the base's, without the kick's exits when a poll-mode backend serves the queues
+        (the declared path then shows none, as the DES charges none)."""
+        out = super().guest_charges(direction)
+        if direction == "tx" and getattr(self.txq[0].backend, "poll_mode", False):
+            out = [c for c in out if c.term != costs.EXITS]
+        return out
 
 
 class VirtioNetUser(VirtioNet):

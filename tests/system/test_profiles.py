@@ -88,6 +88,7 @@ def test_poll_mode_backend_never_kicks_nor_interrupts(run):
     NIC's RX queue raises one 'interrupt' per poll that found work: no moderation timer."""
     model, s, t = run(["experiment=kvm_vhost_user_tx", "run.measure_s=0.003"])
     assert s["exits_per_s"] == 0 and s["goodput_gbps"] > 0
+    assert all(c.term != "exits" for c in model.vnics[0].guest_charges("tx"))  # sim path
     assert model.nics[0].rx_queues[0].coalescer.params.timer_us == 0
 
 
