@@ -5,7 +5,7 @@ Modelled: the context does its work exactly as any ``models.cpu.Context`` (the s
 server, the same cycles per pass), but between passes it spins instead of sleeping, so
 
 - the context and its core are busy 100% of the time from placement on, whatever the load
-  (``busy_time_s``; the core's ``polled_from``);
+  (``busy_time_s``; the core's ``polled_from_s``);
 - the cycles it spins are reported as the term ``poll_idle`` (``models.costs.POLL_IDLE``): its
   counters' ``cycles`` are the core's clock times its busy time, and the terms still add up;
 - nothing ever has to wake it: a producer needs no kick or doorbell (the virtio driver sees
@@ -15,7 +15,8 @@ server, the same cycles per pass), but between passes it spins instead of sleepi
 
 Left out: the loop's own period (sub-microsecond: a frame waits at most one empty iteration,
 not modelled), power states, sharing a PMD core with other threads (a core shared with a
-poll-mode context is counted busy all the time).
+poll-mode context is counted busy all the time), moving a PMD thread (``host.placement=numa_io``:
+the core it was placed on stays counted as spinning).
 Units: seconds, cycles.
 """
 from __future__ import annotations
@@ -31,12 +32,12 @@ class PollingContext(Context):
 
     def __init__(self, env, name, core, **kw):
         super().__init__(env, name, core, **kw)
-        self.polling_from = env.now
-        if core.polled_from is None:
-            core.polled_from = env.now
+        self.polling_from_s = env.now
+        if core.polled_from_s is None:
+            core.polled_from_s = env.now
 
     def busy_time_s(self) -> float:
-        return self.env.now - self.polling_from
+        return self.env.now - self.polling_from_s
 
     @property
     def idle(self) -> bool:
