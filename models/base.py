@@ -20,6 +20,8 @@ from models import units
 DATA = "data"
 ACK = "ack"
 UDP = "udp"
+ECHO = "echo"              # an ICMP echo request (ping)
+ECHO_REPLY = "echo_reply"  # an ICMP echo reply, sent by the kernel that took the request
 
 
 def check(cond: bool, name: str, value, allowed: str) -> None:

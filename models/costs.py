@@ -20,6 +20,8 @@ STACK_RX = "stack_rx"            # TCP/IP input of data packets
 STACK_ACK_TX = "stack_ack_tx"    # generating ACK trains
 STACK_ACK_RX = "stack_ack_rx"    # taking in ACKs
 STACK_UDP_RX = "stack_udp_rx"    # UDP datagrams in
+STACK_ICMP_RX = "stack_icmp_rx"  # ICMP messages in (echo requests and replies)
+STACK_ICMP_TX = "stack_icmp_tx"  # ICMP messages out (a ping's request, the kernel's reply)
 GUEST_DRIVER_TX = "guest_driver_tx"  # the vNIC driver in the guest
 GUEST_DRIVER_RX = "guest_driver_rx"
 EXITS = "exits"                  # register accesses that leave the guest (exits or BT traps)
@@ -43,9 +45,9 @@ POLL_IDLE = "poll_idle"          # a poll-mode thread spinning between passes (m
 UNATTRIBUTED = "unattributed"    # a bare number of cycles (tests); no model should charge it
 
 ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, STACK_UDP_RX,
-       GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP, BACKEND_TX, BACKEND_RX, VSWITCH,
-       VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX, COMPAT_RX, NUMA_COPY, NUMA,
-       WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED)
+       STACK_ICMP_RX, STACK_ICMP_TX, GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP,
+       BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX,
+       COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED)
 
 Terms = dict  # term name -> cycles
 

@@ -7,6 +7,11 @@ of ACK trains. ``StackHost`` owns the TCP endpoints of one machine and demultipl
 device delivers; a ``Vm`` is a StackHost whose device is a virtual NIC and whose processors are
 vCPU contexts (connection ``i`` runs on vCPU ``i mod n``; vNIC receive queue ``q`` interrupts
 vCPU ``q mod n``). The peer (``models.peer``) is a StackHost on a native NIC.
+ICMP: an echo request is answered by the kernel in its receive path (``icmp_rx`` in, the reply
+out with ``icmp_tx`` as a task of its own on the context that took the request); a reply goes
+to the pinger of its identifier (``models.workloads.ping``).
+Latency sensitivity (``GuestParams.latency_sensitivity``, vSphere 5.5): the builder and the
+placement apply it (an exclusive core per vCPU, no virtual interrupt coalescing, no halt).
 Receive-window behaviour is part of the OS profile: a stack without RFC 1323 window scaling
 (``window_scaling: false``, Windows Server 2003 as configured here) cannot advertise more than
 65535 bytes whatever its socket size, and a connection uses scaling only when both ends do.
@@ -24,7 +29,7 @@ from typing import Callable
 import simpy
 
 from models import costs, units
-from models.base import ACK, DATA, UDP, Burst, CycleCost, check
+from models.base import ACK, DATA, ECHO, ECHO_REPLY, UDP, Burst, CycleCost, check
 from models.cpu import Context
 from models.hypervisor import VIRTUALIZATION_MODES
 from models.tcp import TcpParams, TcpReceiver, TcpSender
@@ -48,6 +53,11 @@ class OsStackParams:
     # One UDP datagram in (IP, UDP, socket lookup and enqueue): ~2.5K cycles, less than a TCP
     # data packet (no ACK clock, no reassembly queue). Prior, not fitted.
     rx_udp: CycleCost = field(default_factory=lambda: CycleCost(0.0, 2500.0, 0.0))
+    # An ICMP message in (IP input, icmp_rcv and, for a reply, the raw socket's queue) and out
+    # (building an echo or echo reply and its IP output): ~1.5K cycles each, less than a TCP
+    # data packet (no connection state). Priors, not fitted.
+    icmp_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1500.0, 0.0))
+    icmp_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 1500.0, 0.0))
     window_scaling: bool = True  # RFC 1323 window scale option (False: window <= 65535 bytes)
     # Payload a send buffer holds per byte of SO_SNDBUF. Linux doubles the value an application
     # sets (sk_sndbuf = 2 x SO_SNDBUF, socket(7)), so with an 8KB socket the writer keeps data
@@ -79,6 +89,7 @@ class StackHost:
         self.senders: dict[int, TcpSender] = {}
         self.receivers: dict[int, TcpReceiver] = {}
         self.udp_sockets: dict = {}  # flow -> a bound UDP socket (``on_data(burst)``)
+        self.icmp_sockets: dict = {}  # flow (echo identifier) -> a pinger (``on_reply(burst)``)
         self.frames_delivered = 0  # frames that reached this host's stack (for loss ratios)
         # While the stack takes in a delivered batch (``deliver``; a depth), the application
         # wake-ups it causes are held (``notify``) and handed back to the device's poller.
@@ -160,6 +171,11 @@ class StackHost:
             return [costs.Charge.of(costs.APP_SEND, st.send_call, per="send() call"),
                     costs.Charge.of(costs.STACK_TX, st.tx_segment, unit="frame", per="segment"),
                     costs.Charge.of(costs.STACK_ACK_RX, st.rx_ack, unit="ACK")]
+        if role == "icmp":  # an echo in and the kernel's reply out, or a ping's send and reply
+            return [costs.Charge.of(costs.STACK_ICMP_RX, st.icmp_rx, unit="ICMP message"),
+                    costs.Charge.of(costs.STACK_ICMP_TX, st.icmp_tx, unit="ICMP message"),
+                    costs.Charge.of(costs.APP_SEND, st.send_call, per="sendto() call"),
+                    costs.Charge.of(costs.APP_RECV, st.recv_call, per="recvmsg() call")]
         if role == "udp_receiver":
             return [costs.Charge.of(costs.STACK_UDP_RX, st.rx_udp, unit="datagram"),
                     costs.Charge.of(costs.APP_RECV, st.recv_call, per="recv() call")]
@@ -170,7 +186,7 @@ class StackHost:
     # -- receive --------------------------------------------------------------------------
     def rx_terms(self, batch: list[Burst]) -> dict:
         """Stack cycles by term to take in a batch the device delivered (one pass)."""
-        data_pk = data_b = ack_pk = udp_pk = udp_b = 0
+        data_pk = data_b = ack_pk = udp_pk = udp_b = icmp_pk = icmp_b = 0
         for b in batch:
             if b.kind == DATA:
                 data_pk += b.packets
@@ -180,6 +196,9 @@ class StackHost:
             elif b.kind == UDP:
                 udp_pk += b.packets
                 udp_b += b.payload_bytes
+            elif b.kind in (ECHO, ECHO_REPLY):
+                icmp_pk += b.packets
+                icmp_b += b.payload_bytes
         terms: dict = {}
         if data_pk:
             terms[costs.STACK_RX] = self.stack.rx_data.cycles(data_pk, data_b, 1)
@@ -187,6 +206,8 @@ class StackHost:
             costs.add(terms, costs.STACK_ACK_RX, self.stack.rx_ack.cycles(ack_pk, 0, 0))
         if udp_pk:
             costs.add(terms, costs.STACK_UDP_RX, self.stack.rx_udp.cycles(udp_pk, udp_b, 1))
+        if icmp_pk:
+            costs.add(terms, costs.STACK_ICMP_RX, self.stack.icmp_rx.cycles(icmp_pk, icmp_b, 1))
         return terms
 
     def deliver(self, batch: list[Burst]) -> Callable[[], None] | None:
@@ -216,10 +237,29 @@ class StackHost:
                 sock = self.udp_sockets.get(burst.flow)
                 if sock is not None:
                     sock.on_data(burst)
+            elif burst.kind in (ECHO, ECHO_REPLY):
+                self._icmp_in(burst)
         self._delivering -= 1
         if self._delivering or not self._held_wakeups:
             return None
         return self._wake_held
+
+    def _icmp_in(self, burst: Burst) -> None:
+        """An echo request is answered by the kernel in its receive path (icmp_echo: no
+        application), the reply a task of its own (``send_down``), carrying the request's
+        payload and so its sender's timestamp (``sent_s``); a reply goes to the pinger whose
+        identifier (flow) it carries."""
+        if burst.kind == ECHO:
+            reply = burst._copy(kind=ECHO_REPLY, dst=burst.src, src=self.endpoint)
+            self.send_down(reply, {costs.STACK_ICMP_TX: self.stack.icmp_tx.cycles(
+                reply.packets, reply.payload_bytes, 0)})
+            return
+        pinger = self.icmp_sockets.get(burst.flow)
+        if pinger is not None:
+            pinger.on_reply(burst)
+
+
+LATENCY_SENSITIVITY = ("normal", "high")
 
 
 @dataclass(frozen=True)
@@ -229,12 +269,22 @@ class GuestParams:
     vcpus: int = 1
     virtualization: str = "hw"  # hw: hardware-assisted (VM exits); bt: binary translation
     lro: bool = True            # the guest's vNIC driver takes LRO aggregates (Linux vmxnet3)
+    # vSphere 5.5's sched.cpu.latencySensitivity: high gives each vCPU a core of its own, turns
+    # the vNIC's virtual interrupt coalescing off and the vCPU never halts (no wake-up cost)
+    latency_sensitivity: str = "normal"
     stack: OsStackParams = field(default_factory=OsStackParams)
 
     def __post_init__(self):
         check(1 <= self.vcpus <= 64, "vcpus", self.vcpus, "in 1..64")
         check(self.virtualization in VIRTUALIZATION_MODES, "virtualization",
               self.virtualization, f"one of {VIRTUALIZATION_MODES}")
+        check(self.latency_sensitivity in LATENCY_SENSITIVITY, "latency_sensitivity",
+              self.latency_sensitivity, f"one of {LATENCY_SENSITIVITY}")
+
+    @property
+    def latency_sensitive(self) -> bool:
+        """``latency_sensitivity: high`` (``docs/latency.md``)."""
+        return self.latency_sensitivity == "high"
 
 
 class Vm(StackHost):

@@ -25,7 +25,7 @@ import numpy as np
 import simpy
 
 from models import costs
-from models.base import ACK, Burst, CycleCost, Stats, check
+from models.base import ACK, ECHO_REPLY, Burst, CycleCost, Stats, check
 from models.cpu import Context, Cpu, CpuParams
 from models.guest import OsStackParams, StackHost
 from models.nic import NicParams, NicPort
@@ -129,6 +129,8 @@ class PeerHost(StackHost):
             burst = self.vtep.encap(burst)
         costs.add(terms, costs.DRIVER_TX,
                   self.params.driver_tx.cycles(burst.packets, burst.payload_bytes, 0))
-        ctx = self.irq_of(burst.flow) if burst.kind == ACK else self.app_context(burst.flow)
+        # ACKs and echo replies leave from the softirq that made them; the rest from the app
+        ctx = self.irq_of(burst.flow) if burst.kind in (ACK, ECHO_REPLY) \
+            else self.app_context(burst.flow)
         ctx.then(terms, lambda: self.nic.send(burst), packets=burst.packets,
                  n_bytes=burst.payload_bytes)

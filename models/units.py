@@ -28,6 +28,7 @@ TCP_TIMESTAMP_OPTION_BYTES = 12
 # The TCP header's 16-bit window field: the largest window without RFC 1323 window scaling.
 TCP_MAX_UNSCALED_WINDOW_BYTES = 65535
 UDP_HEADER_BYTES = 8
+ICMP_HEADER_BYTES = 8  # type, code, checksum, identifier, sequence (RFC 792 echo)
 # VXLAN (RFC 7348) adds, per frame, an outer IPv4 header (20), an outer UDP header (8) and the
 # VXLAN header (8) around the inner Ethernet frame, whose 14-byte header then travels as payload
 # (the outer Ethernet header and FCS replace the inner ones on the wire): 50 bytes in all.

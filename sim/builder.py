@@ -194,10 +194,14 @@ def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
             for name, slot in zip([*vcpu_names, *net_names], slots)]
     vcpus, nets = ctxs[:len(vcpu_names)], ctxs[len(vcpu_names):]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
-    vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
+    # Latency sensitivity (vSphere 5.5): no virtual interrupt coalescing, and the vCPU never
+    # halts (its core is its own), so no wake-up; its exclusive core is the plan's.
+    ls = cfg.guest.latency_sensitive
+    vnic = make_vnic(env, f"vm{i}.vnic", replace(cfg.vnic, rx_interrupt_delay_us=0.0)
+                     if ls else cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
-                     wakeup_cycles=hv.vcpu_halt_wakeup_cycles,
+                     wakeup_cycles=0.0 if ls else hv.vcpu_halt_wakeup_cycles,
                      backend_extra_terms=lambda batch: vswitch.tx_terms(
                          batch, hv.tx_driver_terms))
     vm.attach(vnic)

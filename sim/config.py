@@ -396,6 +396,7 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"workload.multicast.packet_bytes={cfg.workload.multicast.packet_bytes}: "
                           f"must be <= {udp_max} (one frame at the guests' MTU {guest_mtu}: "
                           f"IP fragmentation is not modelled)")
+    _check_ping(cfg, guest_mtu)
     sessions = cfg.workload.vms * cfg.workload.sessions_per_vm
     if sessions > MAX_SESSIONS:
         raise ConfigError(f"workload.sessions_per_vm={cfg.workload.sessions_per_vm}: must be <= "
@@ -410,6 +411,39 @@ def _cross_check(cfg: Config) -> None:
     _check_vxlan_tx_ring(cfg)
     _check_aggregates_fit(cfg)
     _check_hypervisor_features(cfg)
+    _check_latency_sensitivity(cfg)
+
+
+def _check_ping(cfg: Config, guest_mtu: int) -> None:
+    """An echo must fit one frame at the guests' MTU (IP fragmentation is not modelled)."""
+    icmp_max = guest_mtu - units.IP_HEADER_BYTES - units.ICMP_HEADER_BYTES
+    if cfg.workload.kind == "ping" and cfg.workload.ping.size_bytes > icmp_max:
+        raise ConfigError(f"workload.ping.size_bytes={cfg.workload.ping.size_bytes}: must be <= "
+                          f"{icmp_max} (one frame at the guests' MTU {guest_mtu}: IP "
+                          f"fragmentation is not modelled)")
+
+
+def _check_latency_sensitivity(cfg: Config) -> None:
+    """``guest.latency_sensitivity=high``: every vCPU takes a core no other context may use
+    (``sim.placement``), so the cores the NIC vectors leave must hold every vCPU and one more
+    for the networking contexts; placed as ``pinned`` only."""
+    if not cfg.guest.latency_sensitive:
+        return
+    host = cfg.host
+    if host.placement != "pinned":
+        raise ConfigError(f"guest.latency_sensitivity=high: needs host.placement=pinned "
+                          f"(got {host.placement}: exclusive cores are placed only in the "
+                          f"pinned layout)")
+    vectors = {(host.irq_core + j) % host.cpu.n_cores
+               for j in range(host.nic_ports * cfg.nic.rx_queues)}
+    free = host.cpu.n_cores - len(vectors)
+    need = cfg.workload.vms * cfg.guest.vcpus
+    if need + 1 > free:
+        raise ConfigError(f"workload.vms={cfg.workload.vms}: must be <= "
+                          f"{max(0, free - 1) // cfg.guest.vcpus} with "
+                          f"guest.latency_sensitivity=high and guest.vcpus={cfg.guest.vcpus} "
+                          f"(each vCPU needs a core of its own, and one core is left for the "
+                          f"networking contexts: {free} cores are free of the NIC's vectors)")
 
 
 def _check_vxlan_tx_ring(cfg: Config) -> None:
@@ -524,6 +558,10 @@ def estimate_size(cfg: Config) -> dict[str, tuple[Any, float]]:
     if w.kind == "tcp_rr":
         terms["workload.rr.latency_sample_capacity"] = (
             w.rr.latency_sample_capacity, w.rr.latency_sample_capacity * BYTES_PER_LATENCY_SAMPLE)
+    if w.kind == "ping":
+        terms["workload.ping.latency_sample_capacity"] = (
+            w.ping.latency_sample_capacity,
+            w.ping.latency_sample_capacity * BYTES_PER_LATENCY_SAMPLE)
     return {k: (v, b * RUN_FACTOR) for k, (v, b) in terms.items()}
 
 

@@ -44,6 +44,7 @@ class FlowPath:
     data: list[Hop] = field(default_factory=list)
     acks: list[Hop] = field(default_factory=list)
     partner: str = ""          # the partner VM's name (VM-to-VM topologies); "" for the peer
+    titles: tuple[str, str] = ("data", "ACKs")  # what ``data`` and ``acks`` carry (sketch)
 
 
 def _ctx(ctx, *charges: list[Charge], note: str = "") -> Hop:
@@ -89,6 +90,9 @@ def flow_paths(model: Model) -> list[FlowPath]:
         f, v = rec["flow"], rec["vm"]
         if kind == "udp_multicast":
             out.append(_multicast_path(model, f, v))
+        elif kind == "ping":
+            from sim.ping_path import ping_path  # it builds on this module's hops
+            out.append(ping_path(model, f, v))
         else:
             out.append(_tcp_path(model, f, v, kind, direction))
     return out
@@ -273,7 +277,7 @@ def sketch(path: FlowPath) -> str:
     if path.partner:
         ends = ends.replace("peer", path.partner)
     lines = [f"flow {path.flow} ({path.kind}, direction {path.direction}): data {ends}"]
-    for title, hops in (("data", path.data), ("ACKs", path.acks)):
+    for title, hops in zip(path.titles, (path.data, path.acks)):
         if not hops:
             continue
         lines.append(f"  {title}:")

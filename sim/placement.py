@@ -9,6 +9,9 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
   take the other cores in order, then those cores round again (sharing, with world switches):
   the vectors' cores stay the vectors' own, as ESX's load-balancing scheduler keeps worlds off
   a core its interrupt handler keeps busy (only a host with no other core shares them).
+  With ``guest.latency_sensitivity=high`` (vSphere 5.5) the vCPUs, VM by VM, take the first
+  free cores, one each, and no other context is placed there: the other contexts go round the
+  cores left (``sim.config`` checks that one is left; pinned only).
 - ``spread``: vectors as ``pinned``; VM ``i`` goes to node ``i mod sockets`` and takes that
   node's other cores in order, then the node's cores round again.
 - ``numa_io``: ``pinned`` as the default layout, plus a *NUMA layout* in which each card's
@@ -33,8 +36,10 @@ POLICIES = ("pinned", "spread", "numa_io")
 
 class Placement:
     def __init__(self, policy: str, sockets: int, cores_per_socket: int, irq_core: int,
-                 ports: int, rx_queues: int, ports_per_card: int, card_node, numa_active: bool):
-        """``card_node(c)`` gives card ``c``'s node; ``numa_active``: start in the NUMA layout."""
+                 ports: int, rx_queues: int, ports_per_card: int, card_node, numa_active: bool,
+                 exclusive: int = 0):
+        """``card_node(c)`` gives card ``c``'s node; ``numa_active``: start in the NUMA layout;
+        ``exclusive``: how many contexts (latency-sensitive vCPUs) get a core of their own."""
         assert policy in POLICIES, policy
         self.policy, self.cps = policy, cores_per_socket
         self.n_cores = sockets * cores_per_socket
@@ -46,6 +51,10 @@ class Placement:
         reserved = set(self._pinned_vectors)
         self._free = [c for c in range(self.n_cores) if c not in reserved]
         self._i = 0  # pinned cursor over the free cores
+        # Latency-sensitive vCPUs own the first free cores; the other contexts share the rest.
+        assert exclusive == 0 or (policy == "pinned" and exclusive < len(self._free))
+        self._owned, self._shared = self._free[:exclusive], self._free[exclusive:]
+        self._j = 0  # cursor over the owned cores
         self._node_i = [0] * sockets  # spread cursors
         # NUMA layout: each node's cores go first to the vectors of its cards, then to VMs.
         self._numa_vectors: list[int] = []
@@ -77,9 +86,12 @@ class Placement:
         self._vm_card_node = self.node_of_port(port)
         self.layouts[vm] = []
 
-    def next(self) -> int:
-        """The core of the next context of the VM being built (in the active layout)."""
-        default = self._next_spread() if self.policy == "spread" else self._next_pinned()
+    def next(self, exclusive: bool = False) -> int:
+        """The core of the next context of the VM being built (in the active layout);
+        ``exclusive``: a core of its own (a latency-sensitive vCPU; pinned only)."""
+        assert not exclusive or self.policy == "pinned", self.policy
+        default = self._next_spread() if self.policy == "spread" else \
+            self._next_pinned(exclusive)
         numa = default
         if self.policy == "numa_io":
             node = self._vm_card_node
@@ -88,9 +100,13 @@ class Placement:
         self.layouts[self._vm].append((default, numa))
         return numa if self.numa_active else default
 
-    def _next_pinned(self) -> int:
+    def _next_pinned(self, exclusive: bool = False) -> int:
+        if exclusive:
+            j, self._j = self._j, self._j + 1
+            return self._owned[j]
         i, self._i = self._i, self._i + 1
-        return self._free[i % len(self._free)] if self._free else i % self.n_cores
+        free = self._shared
+        return free[i % len(free)] if free else i % self.n_cores
 
     def _next_spread(self) -> int:
         node = self._vm_node
@@ -106,7 +122,9 @@ def make_placement(cfg) -> Placement:
     host = cfg.host
     return Placement(host.placement, host.cpu.sockets, host.cpu.cores_per_socket, host.irq_core,
                      host.nic_ports, cfg.nic.rx_queues, host.ports_per_card, host.card_node,
-                     numa_active=host.numa_io_threshold_pct > 0)
+                     numa_active=host.numa_io_threshold_pct > 0,
+                     exclusive=cfg.workload.vms * cfg.guest.vcpus
+                     if cfg.guest.latency_sensitive else 0)
 
 
 @dataclass(frozen=True)
@@ -166,7 +184,8 @@ def make_plan(cfg) -> Plan:
         card_node = host.card_node(card)
         placer.start_vm(i, port)
         vcpus, nets = vm_context_names(cfg, i)
-        cores = [(placer.next(), name) for name in [*vcpus, *nets]]
+        exclusive = cfg.guest.latency_sensitive  # each vCPU on a core of its own
+        cores = [(placer.next(exclusive and name in vcpus), name) for name in [*vcpus, *nets]]
         pairs = placer.layouts[i]
         vm_node = {False: pairs[0][0] // host.cpu.cores_per_socket, True: card_node}
         for (default, numa), name in zip(pairs, [*vcpus, *nets]):

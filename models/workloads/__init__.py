@@ -4,7 +4,8 @@
   every TCP kind's applications make (``open_connection``, ``write_some``/``write``,
   ``read_some``/``read``). It imports no kind.
 - ``tcp_stream`` (``TcpStream``), ``tcp_rr`` (``TcpRr``, ``RrParams``), ``http`` (``Http``,
-  ``HttpParams``), ``multicast`` (``UdpMulticast``, ``MulticastWorkloadParams``): one kind each,
+  ``HttpParams``), ``multicast`` (``UdpMulticast``, ``MulticastWorkloadParams``), ``ping``
+  (``Ping``, ``PingParams``: ICMP echo, no TCP): one kind each,
   with its own parameters; each imports ``base``, never another kind.
 - Here: ``WorkloadParams`` (the config section ``workload``: the fields the kinds share and one
   nested section per kind with parameters of its own) and ``WORKLOADS``, which maps
@@ -18,6 +19,7 @@ from models.base import check
 from models.workloads.base import Workload
 from models.workloads.http import Http, HttpParams
 from models.workloads.multicast import MulticastWorkloadParams, UdpMulticast
+from models.workloads.ping import Ping, PingParams
 from models.workloads.tcp_rr import RrParams, TcpRr
 from models.workloads.tcp_stream import TcpStream
 
@@ -28,6 +30,7 @@ WORKLOADS: dict[str, type[Workload]] = {
     "tcp_rr": TcpRr,
     "http": Http,
     "udp_multicast": UdpMulticast,
+    "ping": Ping,
 }
 
 
@@ -49,6 +52,7 @@ class WorkloadParams:
     rate_limit_mbps: float = 0.0
     http: HttpParams = field(default_factory=HttpParams)
     multicast: MulticastWorkloadParams = field(default_factory=MulticastWorkloadParams)
+    ping: PingParams = field(default_factory=PingParams)
 
     def __post_init__(self):
         check(self.kind in WORKLOADS, "kind", self.kind, f"one of {sorted(WORKLOADS)}")

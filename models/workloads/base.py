@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import simpy
 
-from models import costs
+from models import costs, units
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
 
@@ -80,6 +80,36 @@ class Workload:
         vswitch (a multicast receiver joins its group there); ``stats`` the run's counter
         registry (for buffers of the kind's own, e.g. UDP socket buffers, so their drops are
         in the ``drops`` table). Most kinds need nothing."""
+
+
+class LatencySample:
+    """A bounded record of (completion time, latency) pairs: preallocated, overwritten in turn
+    (no list grows per event). Used by ``tcp_rr`` and ``ping``."""
+
+    def __init__(self, capacity: int):
+        self.t_s = np.zeros(capacity)
+        self.latency_s = np.zeros(capacity)
+        self.count = 0  # samples ever recorded
+
+    def add(self, t_s: float, latency_s: float) -> None:
+        i = self.count % len(self.t_s)
+        self.t_s[i], self.latency_s[i] = t_s, latency_s
+        self.count += 1
+
+    def since(self, t0_s: float) -> np.ndarray:
+        """Latencies of the kept samples that completed at or after ``t0_s``."""
+        n = min(self.count, len(self.t_s))
+        return self.latency_s[:n][self.t_s[:n] >= t0_s]
+
+
+def latency_summary(prefix: str, sample: LatencySample, t0_s: float) -> dict[str, float]:
+    """``{prefix}_mean_us``, ``_p50_us``, ``_p90_us``, ``_p99_us`` of the samples that completed
+    at or after ``t0_s`` (NaN when there are none)."""
+    lat_us = units.s_to_us(sample.since(t0_s))
+    pct = np.percentile(lat_us, [50, 90, 99]) if len(lat_us) else [np.nan] * 3
+    return {f"{prefix}_mean_us": float(lat_us.mean()) if len(lat_us) else float("nan"),
+            f"{prefix}_p50_us": float(pct[0]), f"{prefix}_p90_us": float(pct[1]),
+            f"{prefix}_p99_us": float(pct[2])}
 
 
 # -- what every TCP workload's applications do ---------------------------------------------

@@ -38,7 +38,8 @@ from models import units
 from models.base import check
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads.base import Reader, Workload, Writer, open_connection
+from models.workloads.base import (LatencySample, Reader, Workload, Writer, latency_summary,
+                                   open_connection)
 
 if TYPE_CHECKING:
     from models.workloads import WorkloadParams
@@ -60,25 +61,6 @@ class RrParams:
               "in 1..16777216")
         check(100 <= self.latency_sample_capacity <= 2**24, "latency_sample_capacity",
               self.latency_sample_capacity, "in 100..16777216")
-
-
-class LatencySample:
-    """A bounded record of (completion time, latency) pairs: preallocated, overwritten in turn."""
-
-    def __init__(self, capacity: int):
-        self.t_s = np.zeros(capacity)
-        self.latency_s = np.zeros(capacity)
-        self.count = 0  # samples ever recorded
-
-    def add(self, t_s: float, latency_s: float) -> None:
-        i = self.count % len(self.t_s)
-        self.t_s[i], self.latency_s[i] = t_s, latency_s
-        self.count += 1
-
-    def since(self, t0_s: float) -> np.ndarray:
-        """Latencies of the kept samples that completed at or after ``t0_s``."""
-        n = min(self.count, len(self.t_s))
-        return self.latency_s[:n][self.t_s[:n] >= t0_s]
 
 
 class _Session:
@@ -136,12 +118,8 @@ class TcpRr(Workload):
 
     def summary(self, d: dict[str, float], window_s: float) -> dict[str, float]:
         """Called at the window's end: latencies are those that completed inside it."""
-        lat_us = units.s_to_us(self.latencies.since(self.env.now - window_s))
-        pct = np.percentile(lat_us, [50, 90, 99]) if len(lat_us) else [np.nan] * 3
         return {"transactions_per_s": d["transactions"] / window_s,
-                "rr_latency_mean_us": float(lat_us.mean()) if len(lat_us) else float("nan"),
-                "rr_latency_p50_us": float(pct[0]), "rr_latency_p90_us": float(pct[1]),
-                "rr_latency_p99_us": float(pct[2])}
+                **latency_summary("rr_latency", self.latencies, self.env.now - window_s)}
 
     def tables(self, d: dict[str, float], window_s: float) -> dict[str, list[dict]]:
         return {"rr_sessions": [{"flow": s.flow, "vm": s.vm, "transactions_per_s":
