@@ -20,7 +20,7 @@ from models.workloads.base import Workload
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "models" / "workloads"
-KINDS = ("tcp_stream", "tcp_rr", "http", "multicast")  # the kind modules
+KINDS = ("tcp_stream", "tcp_rr", "http", "multicast", "ping")  # the kind modules
 MODULES = ("models.workloads", "models.workloads.base",
            *(f"models.workloads.{k}" for k in KINDS))
 
