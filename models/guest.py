@@ -11,7 +11,8 @@ ICMP: an echo request is answered by the kernel in its receive path (``icmp_rx``
 out with ``icmp_tx`` as a task of its own on the context that took the request); a reply goes
 to the pinger of its identifier (``models.workloads.ping``).
 Latency sensitivity (``GuestParams.latency_sensitivity``, vSphere 5.5): the builder and the
-placement apply it (an exclusive core per vCPU, no virtual interrupt coalescing, no halt).
+placement apply it (an exclusive core per vCPU, no virtual interrupt coalescing nor LRO into
+the vNIC, no halt).
 Receive-window behaviour is part of the OS profile: a stack without RFC 1323 window scaling
 (``window_scaling: false``, Windows Server 2003 as configured here) cannot advertise more than
 65535 bytes whatever its socket size, and a connection uses scaling only when both ends do.
@@ -270,7 +271,7 @@ class GuestParams:
     virtualization: str = "hw"  # hw: hardware-assisted (VM exits); bt: binary translation
     lro: bool = True            # the guest's vNIC driver takes LRO aggregates (Linux vmxnet3)
     # vSphere 5.5's sched.cpu.latencySensitivity: high gives each vCPU a core of its own, turns
-    # the vNIC's virtual interrupt coalescing off and the vCPU never halts (no wake-up cost)
+    # the vNIC's virtual interrupt coalescing and LRO off, and the vCPU never halts (no wake-up)
     latency_sensitivity: str = "normal"
     stack: OsStackParams = field(default_factory=OsStackParams)
 

@@ -61,6 +61,7 @@ class HypervisorFeatures:
     posted_interrupts: bool = False  # exitless interrupts into a running vCPU (APICv + VT-d PI)
     vmxnet: bool = True          # VMware's paravirtual devices (vmxnet2; vmxnet3 as above)
     virtio_net: bool = False     # the virtio-net device (KVM)
+    latency_sensitivity: bool = False  # guest.latency_sensitivity=high (vSphere 5.5)
 
 
 @dataclass(frozen=True)

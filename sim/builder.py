@@ -194,10 +194,10 @@ def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
             for name, slot in zip([*vcpu_names, *net_names], slots)]
     vcpus, nets = ctxs[:len(vcpu_names)], ctxs[len(vcpu_names):]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
-    # Latency sensitivity (vSphere 5.5): no virtual interrupt coalescing, and the vCPU never
-    # halts (its core is its own), so no wake-up; its exclusive core is the plan's.
+    # Latency sensitivity (vSphere 5.5): no virtual interrupt coalescing nor LRO into the vNIC,
+    # and the vCPU never halts (its core is its own), so no wake-up; the core is the plan's.
     ls = cfg.guest.latency_sensitive
-    vnic = make_vnic(env, f"vm{i}.vnic", replace(cfg.vnic, rx_interrupt_delay_us=0.0)
+    vnic = make_vnic(env, f"vm{i}.vnic", replace(cfg.vnic, rx_interrupt_delay_us=0.0, lro=False)
                      if ls else cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
                      exit_cycles=hv.exit_cycles(cfg.guest.virtualization),

@@ -429,6 +429,10 @@ def _check_latency_sensitivity(cfg: Config) -> None:
     for the networking contexts; placed as ``pinned`` only."""
     if not cfg.guest.latency_sensitive:
         return
+    if not cfg.hypervisor.features.latency_sensitivity:
+        raise ConfigError(f"guest.latency_sensitivity=high: needs vSphere 5.5 or later "
+                          f"(hypervisor={cfg.hypervisor.name}: "
+                          f"features.latency_sensitivity=false)")
     host = cfg.host
     if host.placement != "pinned":
         raise ConfigError(f"guest.latency_sensitivity=high: needs host.placement=pinned "

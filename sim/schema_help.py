@@ -102,6 +102,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "HypervisorFeatures.vxlan": "VXLAN tunnel endpoints in the vswitch (vSphere 5.1) [bool]",
     "HypervisorFeatures.vmxnet": "VMware's paravirtual devices (vmxnet2, vmxnet3) [bool]",
     "HypervisorFeatures.virtio_net": "the virtio-net device (KVM) [bool]",
+    "HypervisorFeatures.latency_sensitivity": "guest.latency_sensitivity=high (vSphere 5.5) "
+                                              "[bool]",
     "HypervisorParams.driver_kind": "uplink driver: linux_compat (converts packet handles) or "
                                     "native [-]",
     "HypervisorParams.software_lro_max_bytes": "largest software LRO aggregate [bytes]",
@@ -140,6 +142,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "GuestParams.vcpus": "virtual CPUs per VM [-]",
     "GuestParams.virtualization": "hw: hardware-assisted (VM exits); bt: binary translation [-]",
     "GuestParams.lro": "the guest's vNIC driver takes LRO aggregates [bool]",
+    "GuestParams.latency_sensitivity": "vSphere 5.5 latency sensitivity: normal, or high (a core "
+        "per vCPU, no virtual interrupt coalescing nor LRO into the vNIC, no halt) [-]",
     "OsStackParams.name": "the OS network stack's name [text]",
     "OsStackParams.window_scaling": "RFC 1323 window scaling (false: window <= 65535 bytes) "
                                     "[bool]",
@@ -160,7 +164,7 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "TcpParams.delayed_ack_ms": "delayed-ACK timer [ms]",
     "TcpParams.ack_every_frames": "an ACK at least every this many received frames [frames]",
     "TcpParams.dupack_threshold": "duplicate ACKs that trigger fast retransmit [-]",
-    "WorkloadParams.kind": "what runs: tcp_stream, tcp_rr, http, udp_multicast [-]",
+    "WorkloadParams.kind": "what runs: tcp_stream, tcp_rr, http, udp_multicast, ping [-]",
     "WorkloadParams.vms": "virtual machines [-]",
     "WorkloadParams.sessions_per_vm": "TCP sessions (connections) per VM [-]",
     "WorkloadParams.socket_bytes": "socket buffer size (SO_SNDBUF / SO_RCVBUF) [bytes]",
@@ -172,6 +176,9 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "RrParams.request_bytes": "tcp_rr: request size [bytes]",
     "RrParams.response_bytes": "tcp_rr: response size [bytes]",
     "RrParams.latency_sample_capacity": "tcp_rr: latencies kept for percentiles [samples]",
+    "PingParams.size_bytes": "ping: ICMP payload per echo (ping -s) [bytes]",
+    "PingParams.interval_us": "ping: time between a pinger's echoes (ping -i) [us]",
+    "PingParams.latency_sample_capacity": "ping: RTTs kept for percentiles [samples]",
     "HttpParams.object_bytes": "http: object size [bytes]",
     "HttpParams.request_bytes": "http: request size [bytes]",
     "HttpParams.response_header_bytes": "http: response header [bytes]",
