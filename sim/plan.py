@@ -123,12 +123,21 @@ BY_KIND = {
         "http_mean_object_ms": "mean object time [ms]",
     },
     "tcp_stream": {},
+    "ping": {
+        "ping_rtt_mean_us": "mean echo round-trip time [us]",
+        "ping_rtt_p50_us": "median echo round-trip time [us]",
+        "ping_rtt_p90_us": "90th percentile echo round-trip time [us]",
+        "ping_rtt_p99_us": "99th percentile echo round-trip time [us]",
+        "ping_sent_per_s": "echo requests sent [1/s]",
+        "ping_loss_ratio": "echoes without a reply / sent",
+    },
 }
 # What the fluid engine does not model even when it reports a number for it (its loss is 0 by
 # construction): these are judged on the DES only.
 DES_ONLY = ("loss_ratio", "multicast_loss_ratio", "multicast_max_receiver_loss_ratio",
             "multicast_lossy_receivers", "rr_latency_p50_us", "rr_latency_p90_us",
-            "rr_latency_p99_us", "jain_index", "per_vm_goodput_std_gbps",
+            "rr_latency_p99_us", "ping_rtt_mean_us", "ping_rtt_p50_us", "ping_rtt_p90_us",
+            "ping_rtt_p99_us", "ping_loss_ratio", "jain_index", "per_vm_goodput_std_gbps",
             "per_vm_goodput_min_gbps")
 LOSS = ("loss_ratio", "multicast_loss_ratio", "multicast_max_receiver_loss_ratio",
         "multicast_lossy_receivers")
