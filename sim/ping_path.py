@@ -6,7 +6,8 @@ id (``sim.path._tcp_path``): an echo crosses them as any packet does. The contex
 ends charge ICMP instead of TCP: the pinger's ``sendto()`` and ICMP output, the answering
 kernel's ICMP input and reply output in its receive path (a native host's softirq, the VM's
 vCPU), the pinger's ICMP input and its ``recvmsg()``. The vNIC's RX ring shows its virtual
-interrupt delay (0 under ``guest.latency_sensitivity=high``).
+interrupt delay (0 under ``guest.latency_sensitivity=high``, when the vCPU hops say that the
+core is the vCPU's own and no halt wake-up is charged).
 """
 from __future__ import annotations
 
@@ -38,12 +39,13 @@ def ping_path(model: Model, f: int, v: int) -> FlowPath:
 
     vm_icmp, peer_icmp = vm.charges("icmp"), peer.charges("icmp")
     vcpu = vm.app_context(f)
+    own = "; a core of its own (latency sensitivity)" if vm.params.latency_sensitive else ""
     vm_send = _ctx(vcpu, _pick(vm_icmp, costs.APP_SEND, costs.STACK_ICMP_TX),
-                   vnic.guest_charges("tx"))
-    vm_in = _ctx(vcpu, vnic.guest_charges("rx"), _pick(vm_icmp, costs.STACK_ICMP_RX))
+                   vnic.guest_charges("tx"), note=own)
+    vm_in = _ctx(vcpu, vnic.guest_charges("rx"), _pick(vm_icmp, costs.STACK_ICMP_RX), note=own)
     vm_answer = _ctx(vcpu, _pick(vm_icmp, costs.STACK_ICMP_TX), vnic.guest_charges("tx"),
-                     note="; the reply, from the receive path")
-    vm_read = _ctx(vcpu, _pick(vm_icmp, costs.APP_RECV), note="; the ping process")
+                     note=own + "; the reply, from the receive path")
+    vm_read = _ctx(vcpu, _pick(vm_icmp, costs.APP_RECV), note=own + "; the ping process")
     irq, app = peer.irq_of(f), peer.app_context(f)
     peer_send = _ctx(app, _pick(peer_icmp, costs.APP_SEND, costs.STACK_ICMP_TX),
                      peer.driver_charges("tx"))
