@@ -441,10 +441,11 @@ def _check_latency_sensitivity(cfg: Config) -> None:
     vectors = {(host.irq_core + j) % host.cpu.n_cores
                for j in range(host.nic_ports * cfg.nic.rx_queues)}
     free = host.cpu.n_cores - len(vectors)
-    need = cfg.workload.vms * cfg.guest.vcpus
+    per_vm = cfg.topology.host_vms(1) * cfg.guest.vcpus  # a VM's vCPUs (and its partner's)
+    need = cfg.workload.vms * per_vm
     if need + 1 > free:
         raise ConfigError(f"workload.vms={cfg.workload.vms}: must be <= "
-                          f"{max(0, free - 1) // cfg.guest.vcpus} with "
+                          f"{max(0, free - 1) // per_vm} with "
                           f"guest.latency_sensitivity=high and guest.vcpus={cfg.guest.vcpus} "
                           f"(each vCPU needs a core of its own, and one core is left for the "
                           f"networking contexts: {free} cores are free of the NIC's vectors)")

@@ -1,13 +1,13 @@
 """The declared path of a ping (``workload.kind=ping``): the echo request out and the reply back.
 
 The hops between the two ends (vNIC rings, the VM's networking context, the vswitch, NIC
-queues with their coalescing, PCIe, the wire, the RX vector) are those of a TCP flow of the same
-id (``sim.path._tcp_path``): an echo crosses them as any packet does. The contexts at the two
-ends charge ICMP instead of TCP: the pinger's ``sendto()`` and ICMP output, the answering
-kernel's ICMP input and reply output in its receive path (a native host's softirq, the VM's
-vCPU), the pinger's ICMP input and its ``recvmsg()``. The vNIC's RX ring shows its virtual
-interrupt delay (0 under ``guest.latency_sensitivity=high``, when the vCPU hops say that the
-core is the vCPU's own and no halt wake-up is charged).
+queues with their coalescing, PCIe, the wire, the RX vector; or, VM to VM on one vswitch, the
+sender's backend straight into the partner's vNIC) are those any packet of the flow crosses
+(``sim.path._out`` and ``_into``). The contexts at the two ends charge ICMP: the pinger's
+``sendto()`` and ICMP output, the answering kernel's ICMP input and reply output in its receive
+path (a native host's softirq, a VM's vCPU), the pinger's ICMP input and its ``recvmsg()``. A
+vNIC's RX ring shows its virtual interrupt delay, and a vCPU's hops say when its core is its
+own (both under ``guest.latency_sensitivity=high``, when no halt wake-up is charged either).
 """
 from __future__ import annotations
 
@@ -15,49 +15,61 @@ from dataclasses import replace
 
 from models import costs
 from sim.builder import Model
-from sim.path import CONTEXT, FlowPath, Hop, _ctx, _pick, _tcp_path
+from sim.path import FlowPath, Hop, _ctx, _into, _is_vm, _out, _partner, _pick, _probe
+
+_OWN = "; a core of its own (latency sensitivity)"
 
 
 def ping_path(model: Model, f: int, v: int) -> FlowPath:
     direction = model.cfg.workload.direction
-    vm, peer = model.vms[v], model.peers[model.port_of(v)]
-    vnic = vm.vnic
-    tcp = _tcp_path(model, f, v, "ping", direction)
-    ends = {c.name for c in vm.vcpus} | {c.name for c in peer.contexts()}
-
-    def middle(hops: list[Hop]) -> list[Hop]:
-        """The hops between the ends, the vNIC RX ring with its virtual interrupt delay."""
-        out = []
-        for h in hops:
-            if h.kind == CONTEXT and h.name in ends:
-                continue
-            if h.name in {q.ring.name for q in vnic.rxq}:
-                h = replace(h, detail=f"{h.detail}, virtual interrupt delay "
-                                      f"{vnic.params.rx_interrupt_delay_us:g} us")
-            out.append(h)
-        return out
-
-    vm_icmp, peer_icmp = vm.charges("icmp"), peer.charges("icmp")
-    vcpu = vm.app_context(f)
-    own = "; a core of its own (latency sensitivity)" if vm.params.latency_sensitive else ""
-    vm_send = _ctx(vcpu, _pick(vm_icmp, costs.APP_SEND, costs.STACK_ICMP_TX),
-                   vnic.guest_charges("tx"), note=own)
-    vm_in = _ctx(vcpu, vnic.guest_charges("rx"), _pick(vm_icmp, costs.STACK_ICMP_RX), note=own)
-    vm_answer = _ctx(vcpu, _pick(vm_icmp, costs.STACK_ICMP_TX), vnic.guest_charges("tx"),
-                     note=own + "; the reply, from the receive path")
-    vm_read = _ctx(vcpu, _pick(vm_icmp, costs.APP_RECV), note=own + "; the ping process")
-    irq, app = peer.irq_of(f), peer.app_context(f)
-    peer_send = _ctx(app, _pick(peer_icmp, costs.APP_SEND, costs.STACK_ICMP_TX),
-                     peer.driver_charges("tx"))
-    peer_in = _ctx(irq, peer.driver_charges("rx"), _pick(peer_icmp, costs.STACK_ICMP_RX))
-    peer_answer = _ctx(irq, _pick(peer_icmp, costs.STACK_ICMP_TX), peer.driver_charges("tx"),
-                       note="; the reply, from the softirq")
-    peer_read = _ctx(app, _pick(peer_icmp, costs.APP_RECV), note="; the ping process")
-    path = FlowPath(f, v, "ping", direction, titles=("echo request", "echo reply"))
-    if direction == "tx":   # the VM pings the peer
-        path.data = [vm_send, *middle(tcp.data), peer_in]
-        path.acks = [peer_answer, *middle(tcp.acks), vm_in, vm_read]
-    else:                   # the peer pings the VM
-        path.data = [peer_send, *middle(tcp.data), vm_in]
-        path.acks = [vm_answer, *middle(tcp.acks), peer_in, peer_read]
+    vm = model.vms[v]
+    other = _partner(model, v)
+    pinger, answerer = (vm, other) if direction == "tx" else (other, vm)
+    path = FlowPath(f, v, "ping", direction, partner=other.name if _is_vm(other) else "",
+                    titles=("echo request", "echo reply"))
+    path.data = [_send(pinger, f), *_between(model, pinger, answerer, f), _take(answerer, f)]
+    path.acks = [_answer(answerer, f), *_between(model, answerer, pinger, f), _take(pinger, f),
+                 _ctx(pinger.app_context(f), _pick(pinger.charges("icmp"), costs.APP_RECV),
+                      note=_own(pinger) + "; the ping process")]
     return path
+
+
+def _own(end) -> str:
+    return _OWN if _is_vm(end) and end.params.latency_sensitive else ""
+
+
+def _between(model: Model, src, dst, f: int) -> list[Hop]:
+    """``src``'s device to ``dst``'s receive pass; a vNIC RX ring with its interrupt delay."""
+    hops = [*_out(model, src, dst, f), *_into(model, src, dst, f)]
+    if not _is_vm(dst):
+        return hops
+    rings = {q.ring.name for q in dst.vnic.rxq}
+    delay = dst.vnic.params.rx_interrupt_delay_us
+    return [replace(h, detail=f"{h.detail}, virtual interrupt delay {delay:g} us")
+            if h.name in rings else h for h in hops]
+
+
+def _send(end, f: int) -> Hop:
+    """The pinger's sendto(): the echo built and handed to its device."""
+    device = end.vnic.guest_charges("tx") if _is_vm(end) else end.driver_charges("tx")
+    return _ctx(end.app_context(f), _pick(end.charges("icmp"), costs.APP_SEND,
+                                          costs.STACK_ICMP_TX), device, note=_own(end))
+
+
+def _take(end, f: int) -> Hop:
+    """The receive pass that takes an echo or a reply in (a VM's vCPU, a peer's softirq)."""
+    icmp_in = _pick(end.charges("icmp"), costs.STACK_ICMP_RX)
+    if _is_vm(end):
+        rxq = end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint))
+        return _ctx(rxq.vcpu, end.vnic.guest_charges("rx"), icmp_in, note=_own(end))
+    return _ctx(end.irq_of(f), end.driver_charges("rx"), icmp_in)
+
+
+def _answer(end, f: int) -> Hop:
+    """The kernel's echo reply, sent from the receive path that took the request."""
+    icmp_out = _pick(end.charges("icmp"), costs.STACK_ICMP_TX)
+    if _is_vm(end):
+        return _ctx(end.app_context(f), icmp_out, end.vnic.guest_charges("tx"),
+                    note=_own(end) + "; the reply, from the receive path")
+    return _ctx(end.irq_of(f), icmp_out, end.driver_charges("tx"),
+                note="; the reply, from the softirq")

@@ -123,7 +123,7 @@ def make_placement(cfg) -> Placement:
     return Placement(host.placement, host.cpu.sockets, host.cpu.cores_per_socket, host.irq_core,
                      host.nic_ports, cfg.nic.rx_queues, host.ports_per_card, host.card_node,
                      numa_active=host.numa_io_threshold_pct > 0,
-                     exclusive=cfg.workload.vms * cfg.guest.vcpus
+                     exclusive=cfg.topology.host_vms(cfg.workload.vms) * cfg.guest.vcpus
                      if cfg.guest.latency_sensitive else 0)
 
 
