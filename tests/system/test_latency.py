@@ -104,6 +104,10 @@ def test_latency_sensitivity_puts_each_vcpu_alone_on_its_core(compose):
     assert any(c.core.n_contexts > 1 for c in vcpus(normal))
     assert all(c.core.n_contexts == 1 for c in vcpus(ls))
     assert len({c.core.index for c in vcpus(ls)}) == 8
+    # VM to VM on one vswitch: the partner VMs' vCPUs get cores of their own too
+    pairs = build(compose([*PING, "topology=same_vswitch", "workload.vms=2", "guest.vcpus=2",
+                           "guest.latency_sensitivity=high"], short=False))
+    assert len(vcpus(pairs)) == 8 and all(c.core.n_contexts == 1 for c in vcpus(pairs))
 
 
 def test_a_larger_echo_raises_the_rtt_by_its_extra_serialization(ping, compose):
