@@ -226,7 +226,7 @@ def _build_direct_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> Non
         env, f"vm{i}.{cfg.vnic.model}", cfg.vnic, model.stats, nic=nic, vcpus=vcpus,
         queues=owned_queues(cfg.vnic.model, slot_vm, nic.params),
         exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
-        wakeup_cycles=hv.vcpu_halt_wakeup_cycles,
+        wakeup_cycles=0.0 if cfg.guest.latency_sensitive else hv.vcpu_halt_wakeup_cycles,
         posted_interrupts=hv.features.posted_interrupts, bare_metal=hv.bare_metal)
     vm.attach(vnic)
     model.vms.append(vm)

@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from models import costs
 from sim.builder import Model
-from sim.path import FlowPath, Hop, _ctx, _into, _is_vm, _out, _partner, _pick, _probe
+from sim.path import (FlowPath, Hop, _ctx, _into, _is_direct, _is_vm, _out, _partner, _pick,
+                      _rx_pass)
 
 _OWN = "; a core of its own (latency sensitivity)"
 
@@ -27,8 +28,8 @@ def ping_path(model: Model, f: int, v: int) -> FlowPath:
     pinger, answerer = (vm, other) if direction == "tx" else (other, vm)
     path = FlowPath(f, v, "ping", direction, partner=other.name if _is_vm(other) else "",
                     titles=("echo request", "echo reply"))
-    path.data = [_send(pinger, f), *_between(model, pinger, answerer, f), _take(answerer, f)]
-    path.acks = [_answer(answerer, f), *_between(model, answerer, pinger, f), _take(pinger, f),
+    path.data = [_send(pinger, f), *_between(model, pinger, answerer, f), _take(model, answerer, f)]
+    path.acks = [_answer(answerer, f), *_between(model, answerer, pinger, f), _take(model, pinger, f),
                  _ctx(pinger.app_context(f), _pick(pinger.charges("icmp"), costs.APP_RECV),
                       note=_own(pinger) + "; the ping process")]
     return path
@@ -41,7 +42,7 @@ def _own(end) -> str:
 def _between(model: Model, src, dst, f: int) -> list[Hop]:
     """``src``'s device to ``dst``'s receive pass; a vNIC RX ring with its interrupt delay."""
     hops = [*_out(model, src, dst, f), *_into(model, src, dst, f)]
-    if not _is_vm(dst):
+    if not _is_vm(dst) or _is_direct(dst):  # a direct device has no virtual interrupt
         return hops
     rings = {q.ring.name for q in dst.vnic.rxq}
     delay = dst.vnic.params.rx_interrupt_delay_us
@@ -56,12 +57,12 @@ def _send(end, f: int) -> Hop:
                                           costs.STACK_ICMP_TX), device, note=_own(end))
 
 
-def _take(end, f: int) -> Hop:
+def _take(model: Model, end, f: int) -> Hop:
     """The receive pass that takes an echo or a reply in (a VM's vCPU, a peer's softirq)."""
     icmp_in = _pick(end.charges("icmp"), costs.STACK_ICMP_RX)
     if _is_vm(end):
-        rxq = end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint))
-        return _ctx(rxq.vcpu, end.vnic.guest_charges("rx"), icmp_in, note=_own(end))
+        return _ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"), icmp_in,
+                    note=_own(end))
     return _ctx(end.irq_of(f), end.driver_charges("rx"), icmp_in)
 
 

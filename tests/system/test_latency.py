@@ -135,3 +135,19 @@ def test_ping_from_the_peer_is_answered_in_the_vms_receive_path(ping):
     vcpu = t[t["context"] == "vm0.vcpu0"]
     assert {costs.STACK_ICMP_RX, costs.STACK_ICMP_TX} <= set(vcpu["term"])
     assert not vcpu["term"].isin([costs.APP_SEND, costs.APP_RECV]).any()
+
+
+def test_each_virtualization_layer_removed_lowers_the_rtt_towards_native(ping, compose):
+    """The native baseline (``lat_ping_native``: no hypervisor, the OS drives the NIC) waits
+    out only the two NICs' coalescing and the two hosts' passes. The VM adds the vswitch path
+    (networking context, RX vector) and a halt wake-up; latency sensitivity takes the wake-up
+    away; passthrough on top takes the vswitch path away, leaving the VM within a few
+    microseconds of native (the passthrough driver's exits and costs)."""
+    cfg = compose(["experiment=lat_ping_native", *W], short=False)
+    rtt = {e: rtt_us(ping([], [f"experiment={e}", *W]))
+           for e in ("lat_ping_native", "lat_ping_pt_ls", "lat_ping_vm_ls", "lat_ping_vm")}
+    assert rtt["lat_ping_native"] > 2 * cfg.nic.coalescing.timer_us
+    assert rtt["lat_ping_native"] < rtt["lat_ping_pt_ls"] < rtt["lat_ping_vm_ls"] \
+        < rtt["lat_ping_vm"]
+    assert rtt["lat_ping_pt_ls"] - rtt["lat_ping_native"] < \
+        (rtt["lat_ping_vm_ls"] - rtt["lat_ping_native"]) / 2
