@@ -12,7 +12,8 @@ port, in the receiving context or split across the members' contexts (``multicas
 VXLAN: with ``vxlan.enabled`` the uplink side is a tunnel endpoint (``models.vxlan``): bursts
 leaving through the uplink are encapsulated, bursts arriving are decapsulated, and both cost
 cycles in the context that runs the vswitch (``tx_terms``, ``rx_extra_terms``).
-Left out: VLANs, several uplinks.
+Several uplinks (NIC teaming): ``models.teaming.TeamedVswitch``.
+Left out: VLANs.
 Units: cycles, packets.
 """
 from __future__ import annotations
@@ -58,6 +59,10 @@ class Vswitch:
         """Port ``port_id`` leads to ``vnic``: an object with ``deliver(batch)`` and
         ``rx_backend_cycles(packets, n_bytes)`` (``models.vnic.VirtualNic``)."""
         self.ports[port_id] = vnic
+
+    def pending_of(self, burst: Burst) -> Ring:
+        """The pending-TX queue ``burst`` would wait in (one uplink: the only one)."""
+        return self.pending
 
     def join(self, group_dst: int, port_id: int, vnic):
         """Port ``port_id`` (its vNIC ``vnic``) receives the group ``group_dst``."""

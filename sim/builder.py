@@ -20,7 +20,7 @@ by (replication, component name), so adding a component shifts nobody else's num
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import simpy
@@ -34,6 +34,7 @@ from models.nic import NicPort
 from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
 from models.peer import PeerHost
+from models.teaming import Team, TeamedVswitch, TeamSwitch, peer_link
 from models.vnic import VirtualNic, make_vnic
 from models.vswitch import Vswitch
 from models.vxlan import Vtep, inner_mtu_bytes
@@ -67,9 +68,29 @@ class Model:
     workload: Workload | None = None
     cards: list[PcieLink] = field(default_factory=list)  # one PCIe link per NIC card
     numa_io: NumaIoScheduler | None = None
+    teams: list[Team] = field(default_factory=list)          # per vswitch, with teaming only
+    switches: list[TeamSwitch] = field(default_factory=list)  # per team: the physical switch
+
+    def team_of(self, vm: int) -> int:
+        """The vswitch (and peer) of VM ``vm``: its team, or its port without teaming."""
+        return vm % len(self.vswitches)
+
+    def port_of_flow(self, vm: int, flow: int) -> int:
+        """The NIC port flow ``flow`` of VM ``vm`` leaves and arrives on."""
+        t = self.team_of(vm)
+        if not self.teams:
+            return t
+        return t * self.cfg.host.teaming.ports_per_team + self.teams[t].member(vm, flow)
 
     def port_of(self, vm: int) -> int:
-        return vm % len(self.nics)
+        """The port of VM ``vm``'s first flow (every flow's, but with IP-hash teaming)."""
+        return self.port_of_flow(vm, vm * self.cfg.workload.sessions_per_vm)
+
+    def vswitch_of(self, vm: int) -> Vswitch:
+        return self.vswitches[self.team_of(vm)]
+
+    def peer_of(self, vm: int) -> PeerHost:
+        return self.peers[self.team_of(vm)]
 
 
 def build(cfg: Config, replication: int = 0) -> Model:
@@ -88,12 +109,16 @@ def build(cfg: Config, replication: int = 0) -> Model:
                       rss_salt=int(rng(f"nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
+        if cfg.host.teaming.enabled:
+            continue  # the teams' vswitches and peers follow (``_build_teams``)
         model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
                                        mss_bytes=mss))
         peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng)  # per context
         peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
         model.peers.append(peer)
         _wire_cable(nic, peer.nic)
+    if cfg.host.teaming.enabled:
+        _build_teams(model, mss, rng)
     for i in range(cfg.workload.vms):
         _build_vm(model, i, plan, rng)
     for p, nic in enumerate(model.nics):
@@ -106,10 +131,33 @@ def build(cfg: Config, replication: int = 0) -> Model:
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
                "peer": _seg_max(cfg.nic.tso, cfg, mss)}
     model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms,
-                               [model.peers[model.port_of(i)] for i in range(len(model.vms))],
+                               [model.peer_of(i) for i in range(len(model.vms))],
                                mss_bytes=mss, seg_max=seg_max, rng=rng("workload"))
-    model.workload.attach_network(lambda i: model.vswitches[model.port_of(i)], stats)
+    model.workload.attach_network(model.vswitch_of, stats)
     return model
+
+
+def _build_teams(model: Model, mss: int, rng) -> None:
+    """Teaming: one vswitch per team of ``ports_per_team`` consecutive ports, and behind
+    the team a physical switch with one link to a peer of the team's rate
+    (``models.teaming``). A VM's MAC (for ``mac_hash``) is drawn from its own stream."""
+    cfg, env, stats = model.cfg, model.env, model.stats
+    tp, vxlan = cfg.host.teaming, cfg.hypervisor.vswitch.vxlan
+    k = tp.ports_per_team
+    n_teams = cfg.host.nic_ports // k
+    peer_nic = replace(cfg.nic, link=peer_link(tp, cfg.nic.link))
+    for t in range(n_teams):
+        members = model.nics[t * k:(t + 1) * k]
+        team = Team(tp, [i for i in range(cfg.workload.vms) if i % n_teams == t],
+                    cfg.workload.sessions_per_vm,
+                    lambda vm: int(rng(f"vm{vm}.mac").integers(256)))
+        model.teams.append(team)
+        model.vswitches.append(TeamedVswitch(f"vswitch{t}", cfg.hypervisor.vswitch, members,
+                                             stats, team, tp.uplink_hash, mss_bytes=mss))
+        peer = PeerHost(env, f"peer{t}", cfg.peer, peer_nic, cfg.tcp, stats, rng)
+        peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
+        model.peers.append(peer)
+        model.switches.append(TeamSwitch(env, f"switch{t}", tp, members, peer.nic, team, stats))
 
 
 def _seg_max(tso: bool, cfg: Config, mss: int) -> int:
@@ -131,7 +179,7 @@ def _context(model: Model, plan: Plan, name: str, rng) -> Context:
 
 def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
     cfg, env = model.cfg, model.env
-    vswitch = model.vswitches[model.port_of(i)]
+    vswitch = model.vswitch_of(i)
     vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
     vcpus = [_context(model, plan, name, rng) for name in vcpu_names]
     hv = cfg.hypervisor
@@ -153,6 +201,7 @@ def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
     """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
     and the NUMA penalty of copying into its memory (``models.hypervisor.HypervisorRx``)."""
-    rx = HypervisorRx(model.cfg.hypervisor, model.vswitches[port], model.vnics)
+    rx = HypervisorRx(model.cfg.hypervisor,
+                      model.vswitches[port // model.cfg.host.teaming.ports_per_team], model.vnics)
     model.hv_rx.append(rx)
     model.nics[port].wire_rx(vectors, rx.cost, rx.deliver, prepare=rx.prepare)

@@ -6,6 +6,8 @@ that prices the pass from the same parameters), the rings and queues it waits in
 capacity), the PCIe directions and links it crosses (with their rate). ``flow_paths(model)``
 lists the data direction and the ACK return path of every flow; ``python -m sim path`` prints
 them as an ASCII sketch. The steady-state engine reads the same description.
+NIC teaming: a flow's hops are those of the member port it uses, with the physical
+switch's egress link after each wire (``models.teaming``).
 Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer), VM-to-VM
 flows (none of the experiments has one).
 """
@@ -87,10 +89,14 @@ def flow_paths(model: Model) -> list[FlowPath]:
 
 
 def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPath:
-    vm, p = model.vms[v], model.port_of(v)
-    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitches[p], model.peers[p]
+    vm, p = model.vms[v], model.port_of_flow(v, f)
+    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitch_of(v), model.peer_of(v)
     card = model.cards[p // model.cfg.host.ports_per_card]
     hv = model.cfg.hypervisor
+    # With teaming the wire is the member port's link, then the switch's link on (models.teaming)
+    switch = model.switches[model.team_of(v)] if model.switches else None
+    to_peer = [_link(switch.to_peer)] if switch else []
+    to_vm = [_link(switch.to_member[switch.members.index(nic)])] if switch else []
     probe = Burst(DATA, f, 0, 1, 1, 0, 1, dst=v, src=v)
     txq, rxq = vnic.tx_queue_of(probe), vnic.rx_queue_of(probe)
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
@@ -99,14 +105,14 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
     vm_tx = [_ring(txq.ring),
              _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
                   hv.driver_charges("tx")),
-             _ring(vswitch.pending, "pending TX"), _ring(nic.tx_queue(probe)),
-             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
+             _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
+             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link), *to_peer]
     vm_rx = [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
              _ctx(nic_rxq.context, hv.driver_charges("rx"), vswitch.charges("rx"),
                   vnic.backend_charges("rx"),
                   note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
              _ring(rxq.ring)]
-    peer_tx = [_ring(peer.nic.tx_queues[0]), _link(peer.nic.tx_link)]
+    peer_tx = [_ring(peer.nic.tx_queues[0]), _link(peer.nic.tx_link), *to_vm]
     path = FlowPath(f, v, kind, direction)
     if direction == "tx":
         sender, receiver = vm.charges("sender"), peer.charges("receiver")
@@ -136,7 +142,7 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
 def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
     """The peer's datagrams into one receiving VM: replicated by the vswitch of its port."""
     vm, p = model.vms[v], model.port_of(v)
-    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitches[p], model.peers[p]
+    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitch_of(v), model.peer_of(v)
     card = model.cards[p // model.cfg.host.ports_per_card]
     hv = model.cfg.hypervisor
     stream = model.workload.receivers[v].stream  # what this receiver's group is sent by
