@@ -209,4 +209,22 @@ def describe(model: Model, flows: list[int] | None = None) -> str:
     clock = model.cfg.host.cpu.clock_hz
     head = (f"{model.cfg.meta.name}: cycles at {clock / 1e9:g} GHz "
             f"(per pass/call/interrupt, per packet, per payload byte)")
+    head += "".join("\n" + line for line in team_lines(model, paths))
     return "\n\n".join([head, *(sketch(fp) for fp in chosen)]) + note
+
+
+def team_lines(model: Model, paths: list[FlowPath]) -> list[str]:
+    """One line per NIC team: its vswitch, members, policy, switch and which flows use
+    which member (``models.teaming``); none without teaming."""
+    out = []
+    tp = model.cfg.host.teaming
+    for t, sw in enumerate(model.switches):
+        on = {nic.name: [] for nic in sw.members}
+        for fp in paths:
+            if model.team_of(fp.vm) == t:
+                on[model.nics[model.port_of_flow(fp.vm, fp.flow)].name].append(str(fp.flow))
+        flows = "; ".join(f"{n}: {', '.join(fs) or '-'}" for n, fs in on.items())
+        out.append(f"team {model.vswitches[t].name}: {len(sw.members)} ports, policy "
+                   f"{tp.policy}, via {sw.name} ({sw.to_peer.params.line_rate_gbps:g} Gbps to "
+                   f"{model.peers[t].name}); flows by member: {flows}")
+    return out
