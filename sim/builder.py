@@ -13,6 +13,8 @@ others are free: VM i's vCPUs, then its networking context; the interrupt vector
 ``host.irq_core`` (000 pins the VM and the vector to adjoining cores). With more contexts than
 cores they share cores and pay the world-switch cost. Every context gets its NUMA home node(s)
 and numa_io starts its monitor (``sim.placement.make_plan``, ``start_numa_io``).
+Teaming (``host.teaming``, ``models.teaming``): ports grouped into teams, one vswitch per
+team and a physical switch between the team and one peer (``_build_teams``).
 PCIe: ports are grouped into cards of ``host.ports_per_card``, each with one ``PcieLink``.
 Randomness: one ``SeedSequence(seed)`` per run; each component draws from its own stream keyed
 by (replication, component name), so adding a component shifts nobody else's numbers.
