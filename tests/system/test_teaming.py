@@ -134,3 +134,18 @@ def test_bad_team_shapes_are_refused_in_one_line(compose):
     with pytest.raises(ConfigError, match="multicast over a team is not modelled"):
         compose(["experiment=mc_default_30k", "host.nic_ports=2",
                  "host.teaming.ports_per_team=2"])
+
+
+def test_the_switch_drops_what_its_egress_buffer_cannot_hold(run):
+    """A 10 Gbps peer link into a 1 Gbps member: the burst waits in the switch's egress
+    buffer; a buffer smaller than the window in flight drops frames (tail drop)."""
+    rx = ["workload.direction=rx", "host.teaming.peer_link_gbps=10",
+          "workload.socket_bytes=262144"]
+    _, s, t = run("team_4x1g_port_id_1flow", *rx, "host.teaming.switch_buffer_bytes=20000")
+    drops = t["drops"]
+    mine = drops[drops["reason"] == "switch_buffer_full"]
+    assert len(mine) and set(mine["place"]) <= {f"switch0.to_{m}" for m in MEMBERS}
+    assert s["loss_ratio"] > 0
+    _, s2, t2 = run("team_4x1g_port_id_1flow", *rx)  # 1 MB: the window fits
+    assert "switch_buffer_full" not in set(t2["drops"]["reason"])
+    assert s2["goodput_gbps"] > 0.9 * ONE_MEMBER_GOODPUT_GBPS
