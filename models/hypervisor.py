@@ -22,6 +22,10 @@ Modelled:
   IPI to its core, the scheduler, a world switch, the VM entry and the injection). Charged on
   the vCPU once per interrupt that finds it idle (``models.vnic.base``).
 - ``tx_contexts_per_vnic``: how many networking contexts serve one vNIC's transmit queues.
+- Direct devices (``models.vnic.direct``): whether the generation can assign a NIC
+  (``passthrough``) or a virtual function (``sriov``) to a VM, and whether a device interrupt
+  reaches a running vCPU without an exit (``posted_interrupts``). ``bare_metal``: the native
+  host mode, no hypervisor (exits, virtual interrupts and halt wake-ups cost nothing).
 Left out: Dynamic NetQueue (queue counts are fixed per run), the vmklinux shim's locking,
 generation-specific vswitch costs (every generation uses the same vswitch prices unless its
 profile says otherwise).
@@ -50,6 +54,9 @@ class HypervisorFeatures:
     vnic_rss: bool = False       # several hardware queues into one vNIC (vSphere 6.0)
     split_rx_mode: bool = False  # multicast copies split across contexts (vSphere 5.0)
     vxlan: bool = False          # VXLAN tunnel endpoints in the vswitch (vSphere 5.1)
+    passthrough: bool = False    # DirectPath I/O: a NIC assigned to one VM (ESX 4.0, VT-d)
+    sriov: bool = False          # SR-IOV virtual functions assigned to VMs (vSphere 5.1)
+    posted_interrupts: bool = False  # exitless interrupts into a running vCPU (APICv + VT-d PI)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class HypervisorParams:
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
     tx_contexts_per_vnic: int = 1
+    # The OS runs on the host's cores and drives the NIC itself (``models.vnic.direct``).
+    bare_metal: bool = False  # no hypervisor at all (hypervisor=native): the overhead baseline
     vswitch: VswitchParams = field(default_factory=VswitchParams)
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -142,18 +151,20 @@ class HypervisorRx:
         NIC RX queue --batch of frames--> driver (per frame) --software LRO--> vswitch
             (per packet) --> vNIC backend (per packet, per destination vNIC) --> vNIC RX rings
 
-    ``vnics[i]`` is VM ``i``'s vNIC (every VM's; a port only receives for its own VMs, whose
-    peer is the one behind that port). The NIC's RX queue calls ``prepare``, then ``cost``,
-    then ``deliver`` on the ``RxPass`` ``prepare`` made.
+    A burst's destination vNIC is the vswitch port its ``dst`` names (a port only receives for
+    its own VMs). The NIC's RX queue calls ``prepare``, then ``cost``, then ``deliver`` on the
+    ``RxPass`` ``prepare`` made.
     """
 
-    def __init__(self, params: HypervisorParams, vswitch: Vswitch, vnics: list):
-        self.params, self.vswitch, self.vnics = params, vswitch, vnics
+    def __init__(self, params: HypervisorParams, vswitch: Vswitch):
+        self.params, self.vswitch = params, vswitch
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
 
     def _vnic(self, dst: int):
-        return self.vnics[dst] if 0 <= dst < len(self.vnics) else None
+        """The vNIC on this port's vswitch that endpoint ``dst`` names (None: a group or a
+        peer)."""
+        return self.vswitch.ports.get(dst)
 
     def _takes_aggregates(self, dst: int) -> bool:
         vnic = self._vnic(dst)

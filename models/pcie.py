@@ -223,13 +223,13 @@ class RxDma:
             burst = fit(burst, room, burst.frames, frames_of, ring.stats, ring.drop_reason)
             if burst is None:
                 return
-        size = rx_dma_bytes(burst)
+        size = self._resident(burst)
         room = self.fifo_bytes - self.used_bytes
         if size > room:
-            burst = fit(burst, room, size, rx_dma_bytes, self.fifo, "rx_fifo_overflow")
+            burst = fit(burst, room, size, self._resident, self.fifo, "rx_fifo_overflow")
             if burst is None:
                 return
-            size = rx_dma_bytes(burst)
+            size = self._resident(burst)
         self.used_bytes += size
         self.fifo.arrive(burst.frames, burst.wire_bytes)
         self._inflight[queue] = inflight + burst.frames
@@ -251,6 +251,24 @@ class RxDma:
         link.down.book(down)
         done = max(end, now + last_frame_s)
         Timeout(env, done - now, (burst, queue, size)).callbacks.append(self._done)
+
+    def _resident(self, burst: Burst) -> int:
+        """The FIFO bytes ``burst`` holds when its last frame has arrived. Its frames came in
+        over the wire during the last ``wire_s`` and the DMA took them up as the link allowed:
+        with an idle link all but the last frame are gone (a burst larger than the FIFO fits
+        when the bus outruns the wire); with a backlog that reaches past now, all of it stays."""
+        size = rx_dma_bytes(burst)
+        if burst.frames <= 1:
+            return size
+        up = self.link.up
+        wire_s = units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps)
+        start = max(up.free_at_s, self.env.now - wire_s)
+        moved_s = self.env.now - start  # DMA time spent on it before now
+        if moved_s <= 0:
+            return size
+        dma_s = units.transmit_time_s(size, up.rate_gbps)
+        frame = -(-size // burst.frames)
+        return int(max(frame, size * (1 - min(1.0, moved_s / max(dma_s, wire_s)))))
 
     def _done(self, event: Timeout) -> None:
         """The DMA of a burst is complete: it leaves the FIFO and arrives in its ring."""

@@ -12,8 +12,11 @@ port, in the receiving context or split across the members' contexts (``multicas
 VXLAN: with ``vxlan.enabled`` the uplink side is a tunnel endpoint (``models.vxlan``): bursts
 leaving through the uplink are encapsulated, bursts arriving are decapsulated, and both cost
 cycles in the context that runs the vswitch (``tx_terms``, ``rx_extra_terms``).
-Several uplinks (NIC teaming): ``models.teaming.TeamedVswitch``.
-Left out: VLANs.
+VM-to-VM on one vswitch (``topology.kind=same_vswitch``): a burst for another local port never
+reaches the uplink; the sender's networking context pays the destination backend's receive
+cost. Several uplinks (NIC teaming): ``models.teaming.TeamedVswitch``.
+Left out: VLANs, the software segmentation of a TSO segment for a vNIC that takes no large
+packets beyond its per-frame backend cost.
 Units: cycles, packets.
 """
 from __future__ import annotations
@@ -72,12 +75,13 @@ class Vswitch:
         """Switching cost of ``packets`` packets of ``n_bytes`` in all (one invocation)."""
         return self.params.cost.cycles(packets, n_bytes)
 
-    def charges(self, direction: str) -> list[costs.Charge]:
+    def charges(self, direction: str, uplink: bool = True) -> list[costs.Charge]:
         """Switching and (with VXLAN) tunnel work on ``direction`` 'tx' (to the uplink) or
-        'rx' (from it), as ``tx_terms`` / ``rx_extra_terms`` price them (``sim.path``)."""
+        'rx' (from it), as ``tx_terms`` / ``rx_extra_terms`` price them (``sim.path``);
+        ``uplink=False``: between two local ports (switching only)."""
         out = [costs.Charge.of(costs.VSWITCH, self.params.cost)]
         vx = self.params.vxlan
-        if vx.enabled:
+        if vx.enabled and uplink:
             if direction == "tx":
                 out.append(costs.Charge.of(costs.VXLAN, vx.encap))
                 if not vx.offload:
@@ -125,7 +129,9 @@ class Vswitch:
         traffic from outside."""
         if self.is_local(burst):
             vnic = self.ports[burst.dst]
-            burst = burst.as_frames()
+            # A TSO segment stays whole into a vNIC that takes large packets (vmxnet3 with a
+            # Linux guest: LRO aggregates); any other is handed one frame per packet.
+            burst = burst if vnic.takes_aggregates else burst.as_frames()
             if context is not None:
                 context.then({costs.BACKEND_RX: vnic.rx_backend_cycles(
                     burst.packets, burst.payload_bytes)}, lambda: vnic.deliver([burst]),

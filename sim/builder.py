@@ -37,7 +37,8 @@ from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
 from models.peer import PeerHost
 from models.teaming import Team, TeamedVswitch, TeamSwitch, peer_link
-from models.vnic import VirtualNic, make_vnic
+from models.vnic import VirtualNic, is_direct, make_vnic
+from models.vnic.direct import DIRECT, owned_queues, port_params
 from models.vswitch import Vswitch
 from models.vxlan import Vtep, inner_mtu_bytes
 from models.workloads import WORKLOADS
@@ -70,23 +71,28 @@ class Model:
     workload: Workload | None = None
     cards: list[PcieLink] = field(default_factory=list)  # one PCIe link per NIC card
     numa_io: NumaIoScheduler | None = None
+    prefix: str = ""  # of the host's component names: "" for the host under test
+    remote: "Model | None" = None  # topology.kind=remote_host: the partner VMs' host
     teams: list[Team] = field(default_factory=list)          # per vswitch, with teaming only
     switches: list[TeamSwitch] = field(default_factory=list)  # per team: the physical switch
 
+    def port_of(self, vm: int) -> int:
+        """The NIC port of VM ``vm`` (``models.topology``); with teaming, the port of its first
+        flow (every flow's, but with IP-hash teaming: ``port_of_flow``)."""
+        if self.teams:
+            return self.port_of_flow(vm, vm * self.cfg.workload.sessions_per_vm)
+        return self.cfg.topology.port_of(vm, self.cfg.workload.vms, len(self.nics))
+
     def team_of(self, vm: int) -> int:
         """The vswitch (and peer) of VM ``vm``: its team, or its port without teaming."""
-        return vm % len(self.vswitches)
+        return vm % len(self.vswitches) if self.teams else self.port_of(vm)
 
     def port_of_flow(self, vm: int, flow: int) -> int:
         """The NIC port flow ``flow`` of VM ``vm`` leaves and arrives on."""
-        t = self.team_of(vm)
         if not self.teams:
-            return t
+            return self.port_of(vm)
+        t = self.team_of(vm)
         return t * self.cfg.host.teaming.ports_per_team + self.teams[t].member(vm, flow)
-
-    def port_of(self, vm: int) -> int:
-        """The port of VM ``vm``'s first flow (every flow's, but with IP-hash teaming)."""
-        return self.port_of_flow(vm, vm * self.cfg.workload.sessions_per_vm)
 
     def vswitch_of(self, vm: int) -> Vswitch:
         return self.vswitches[self.team_of(vm)]
@@ -94,49 +100,84 @@ class Model:
     def peer_of(self, vm: int) -> PeerHost:
         return self.peers[self.team_of(vm)]
 
+    def hosts(self) -> list[Model]:
+        """The virtualized hosts: this one, and the remote host if there is one."""
+        return [self] if self.remote is None else [self, self.remote]
+
 
 def build(cfg: Config, replication: int = 0) -> Model:
     env = simpy.Environment()
     stats = Stats()
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
     model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa))
-    ports = cfg.host.nic_ports
+    topo, n = cfg.topology, cfg.workload.vms
     plan = make_plan(cfg)
-    model.cards = [PcieLink(env, f"card{c}", cfg.pcie, node=cfg.host.card_node(c))
+    _build_host(model, plan, rng, range(topo.host_vms(n)), native_peers=not topo.vm_partner)
+    model.numa_io = start_numa_io(model, plan)
+    if topo.kind == "remote_host":  # the same host again, its VMs the partners n .. 2n-1
+        remote = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa), prefix="remote.")
+        _build_host(remote, plan, rng, range(n, 2 * n), native_peers=False)
+        for a, b in zip(model.nics, remote.nics):
+            _wire_cable(a, b)
+        model.remote = remote
+        partners = remote.vms
+    elif topo.vm_partner:
+        for a, b in topo.cables(len(model.nics)):
+            _wire_cable(model.nics[a], model.nics[b])
+        partners = model.vms[n:]
+    else:
+        partners = [model.peer_of(i) for i in range(n)]
+    mss = _mss(cfg)
+    seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss)}
+    seg_max["peer"] = seg_max["vm"] if topo.vm_partner else _seg_max(cfg.nic.tso, cfg, mss)
+    model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms[:n], partners,
+                                                  mss_bytes=mss, seg_max=seg_max,
+                                                  rng=rng("workload"))
+    model.workload.attach_network(model.vswitch_of, stats)
+    return model
+
+
+def _mss(cfg: Config) -> int:
+    """The guests' MSS: with VXLAN their MTU leaves room for the tunnel."""
+    return units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
+                           cfg.tcp.timestamps)
+
+
+def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -> None:
+    """One virtualized host into ``model``: its PCIe cards, NIC ports with a vswitch each (and,
+    with ``native_peers``, a native client cabled to each port), the VMs ``vms`` and the RX
+    vectors. A remote host's contexts take the slots of the plan's VMs ``0, 1, ...`` in turn
+    (the same layout as the host under test)."""
+    cfg, env, stats, pre = model.cfg, model.env, model.stats, model.prefix
+    vxlan = cfg.hypervisor.vswitch.vxlan
+    mss = _mss(cfg)
+    model.cards = [PcieLink(env, f"{pre}card{c}", cfg.pcie, node=cfg.host.card_node(c))
                    for c in range(cfg.host.n_cards)]
-    vxlan = cfg.hypervisor.vswitch.vxlan  # with VXLAN the guests' MTU leaves room for the tunnel
-    mss = units.mss_bytes(inner_mtu_bytes(vxlan, cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
-    for p in range(ports):
-        nic = NicPort(env, f"nic{p}", cfg.nic, stats,
-                      rss_salt=int(rng(f"nic{p}.rss").integers(2**31)),
+    direct = is_direct(cfg.vnic.model)  # the guest drives the NIC: no vswitch path, no vectors
+    nic_params = port_params(cfg.nic, cfg.vnic.model, cfg.workload.vms)
+    for p in range(cfg.host.nic_ports):
+        nic = NicPort(env, f"{pre}nic{p}", nic_params, stats,
+                      rss_salt=int(rng(f"{pre}nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
         if cfg.host.teaming.enabled:
             continue  # the teams' vswitches and peers follow (``_build_teams``)
-        model.vswitches.append(Vswitch(f"vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
+        model.vswitches.append(Vswitch(f"{pre}vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
                                        mss_bytes=mss))
-        peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng)  # per context
-        peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
-        model.peers.append(peer)
-        _wire_cable(nic, peer.nic)
+        if native_peers:
+            peer = PeerHost(env, f"peer{p}", cfg.peer, cfg.nic, cfg.tcp, stats, rng)
+            peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
+            model.peers.append(peer)
+            _wire_cable(nic, peer.nic)
     if cfg.host.teaming.enabled:
         _build_teams(model, mss, rng)
-    for i in range(cfg.workload.vms):
-        _build_vm(model, i, plan, rng)
-    for p, nic in enumerate(model.nics):
+    for k, i in enumerate(vms):
+        (_build_direct_vm if direct else _build_vm)(model, i, plan, rng, slot_vm=k)
+    for p, nic in enumerate([] if direct else model.nics):
         vectors = [_context(model, plan, vector_name(p, k), rng)
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
         _wire_receive(model, p, vectors)
-    model.numa_io = start_numa_io(model, plan)
-
-    seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss),
-               "peer": _seg_max(cfg.nic.tso, cfg, mss)}
-    model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms,
-                               [model.peer_of(i) for i in range(len(model.vms))],
-                               mss_bytes=mss, seg_max=seg_max, rng=rng("workload"))
-    model.workload.attach_network(model.vswitch_of, stats)
-    return model
 
 
 def _build_teams(model: Model, mss: int, rng) -> None:
@@ -173,19 +214,25 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
     peer_nic.tx_link.deliver = host_nic.receive
 
 
-def _context(model: Model, plan: Plan, name: str, rng) -> Context:
-    """Context ``name`` on the core and with the home the plan gives it."""
-    return Context(model.env, name, model.cpu.core(plan.core(name)), rng=rng(name),
-                   home=plan.home(name))
+def _context(model: Model, plan: Plan, name: str, rng, slot: str | None = None) -> Context:
+    """Context ``name`` (with the host's prefix) on the core and with the home the plan gives
+    the context ``slot`` (default: ``name``)."""
+    slot = name if slot is None else slot
+    name = model.prefix + name if name.startswith("nic") else name
+    return Context(model.env, name, model.cpu.core(plan.core(slot)), rng=rng(name),
+                   home=plan.home(slot))
 
 
-def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
+def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
+    """VM ``i``, its contexts placed where the plan puts VM ``slot_vm``'s."""
     cfg, env = model.cfg, model.env
     vswitch = model.vswitch_of(i)
     vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
-    vcpus = [_context(model, plan, name, rng) for name in vcpu_names]
+    slots = [*vm_context_names(cfg, slot_vm)[0], *vm_context_names(cfg, slot_vm)[1]]
+    ctxs = [_context(model, plan, name, rng, slot)
+            for name, slot in zip([*vcpu_names, *net_names], slots)]
+    vcpus, nets = ctxs[:len(vcpu_names)], ctxs[len(vcpu_names):]
     hv = cfg.hypervisor
-    nets = [_context(model, plan, name, rng) for name in net_names]
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,
@@ -200,10 +247,33 @@ def _build_vm(model: Model, i: int, plan: Plan, rng) -> None:
     model.contexts.extend([*vcpus, *nets])
 
 
+def _build_direct_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
+    """VM ``i`` (or, on bare metal, the host's OS) driving its NIC port or VF itself
+    (``models.vnic.direct``): its vCPUs only, no networking context; placed, and given the
+    VF, of VM ``slot_vm`` (the same on a remote host)."""
+    cfg, env = model.cfg, model.env
+    nic = model.nics[model.port_of(i)]
+    vcpu_names, _ = vm_context_names(cfg, i)
+    vcpus = [_context(model, plan, name, rng, slot)
+             for name, slot in zip(vcpu_names, vm_context_names(cfg, slot_vm)[0])]
+    hv = cfg.hypervisor
+    vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
+    vnic = DIRECT[cfg.vnic.model](
+        env, f"vm{i}.{cfg.vnic.model}", cfg.vnic, model.stats, nic=nic, vcpus=vcpus,
+        queues=owned_queues(cfg.vnic.model, slot_vm, nic.params),
+        exit_cycles=hv.exit_cycles(cfg.guest.virtualization),
+        wakeup_cycles=hv.vcpu_halt_wakeup_cycles,
+        posted_interrupts=hv.features.posted_interrupts, bare_metal=hv.bare_metal)
+    vm.attach(vnic)
+    model.vms.append(vm)
+    model.vnics.append(vnic)
+    model.contexts.extend(vcpus)
+
+
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
     """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
     and the NUMA penalty of copying into its memory (``models.hypervisor.HypervisorRx``)."""
     rx = HypervisorRx(model.cfg.hypervisor,
-                      model.vswitches[port // model.cfg.host.teaming.ports_per_team], model.vnics)
+                      model.vswitches[port // model.cfg.host.teaming.ports_per_team])
     model.hv_rx.append(rx)
     model.nics[port].wire_rx(vectors, rx.cost, rx.deliver, prepare=rx.prepare)

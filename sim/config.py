@@ -36,7 +36,8 @@ from models.pcie import PcieParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
 from models.teaming import TeamingParams
-from models.vnic import VnicParams
+from models.topology import TopologyParams
+from models.vnic import VnicParams, is_direct
 from models.vxlan import inner_mtu_bytes
 from models.workloads import WorkloadParams
 from sim.placement import POLICIES
@@ -217,6 +218,7 @@ class Config:
     peer: PeerParams = field(default_factory=PeerParams)
     tcp: TcpParams = field(default_factory=TcpParams)
     workload: WorkloadParams = field(default_factory=WorkloadParams)
+    topology: TopologyParams = field(default_factory=TopologyParams)
     calibration: CalibrationParams = field(default_factory=CalibrationParams)
     report: bool = False  # also write report.html beside results.json (sim/report.py) [bool]
 
@@ -242,12 +244,67 @@ def to_config(mapping: Mapping[str, Any], cross_checks: bool = True) -> Config:
         if max_queues < 1:
             raise ConfigError(f"nic.max_queues={max_queues}: must be >= 1")
         mapping = {**mapping, "nic": {k: v for k, v in nic.items() if k != "max_queues"}}
+    max_vfs = 0  # ``nic.max_vfs``: SR-IOV virtual functions per port (a limit, like max_queues)
+    nic = mapping.get("nic") if isinstance(mapping, Mapping) else None
+    if isinstance(nic, Mapping) and "max_vfs" in nic:
+        max_vfs = _convert(int, nic["max_vfs"], "nic.max_vfs")
+        if max_vfs < 0:
+            raise ConfigError(f"nic.max_vfs={max_vfs}: must be >= 0")
+        mapping = {**mapping, "nic": {k: v for k, v in nic.items() if k != "max_vfs"}}
     cfg = _build(Config, mapping, "")
     if cross_checks:
         _cross_check(cfg)
         if max_queues is not None:
             _check_queues(cfg, max_queues)
+        _check_direct(cfg, max_vfs)
     return cfg
+
+
+def _check_direct(cfg: Config, max_vfs: int) -> None:
+    """Direct devices (``models.vnic.direct``) and the native host: what the hypervisor, the
+    NIC and the rest of the config must allow."""
+    hv, feats, model = cfg.hypervisor, cfg.hypervisor.features, cfg.vnic.model
+    if hv.bare_metal and model != "passthrough":
+        raise ConfigError(f"vnic.model={model}: hypervisor={hv.name} is bare metal (no "
+                          f"hypervisor), whose OS drives its NIC itself; allowed: passthrough "
+                          f"(vnic=passthrough)")
+    if model not in ("passthrough", "sriov"):
+        return
+    if model == "passthrough" and not feats.passthrough:
+        raise ConfigError(f"vnic.model=passthrough: needs DirectPath I/O, which hypervisor="
+                          f"{hv.name} lacks (hypervisor.features.passthrough=false); allowed: "
+                          f"a hypervisor from ESX 4.0 on (hypervisor=esx40, vsphere55, ...)")
+    if model == "sriov" and not feats.sriov:
+        raise ConfigError(f"vnic.model=sriov: needs SR-IOV, which hypervisor={hv.name} lacks "
+                          f"(hypervisor.features.sriov=false); allowed: vSphere 5.1 or later "
+                          f"(hypervisor=vsphere51, vsphere55, vsphere60)")
+    if cfg.topology.kind == "same_vswitch":
+        raise ConfigError(f"topology.kind=same_vswitch: vnic.model={model} bypasses the "
+                          f"vswitch (VF to VF through the NIC's own switch is not modelled); "
+                          f"allowed: native_peer, cross_vswitch, remote_host")
+    ports, vms, topo = cfg.host.nic_ports, cfg.workload.vms, cfg.topology
+    on_port = [topo.port_of(i, vms, ports) for i in range(topo.host_vms(vms))]
+    per_port = max(on_port.count(p) for p in set(on_port))
+    if model == "passthrough" and per_port > 1:
+        what = "one OS per NIC port on bare metal" if hv.bare_metal else \
+            "a port is assigned to one VM"
+        raise ConfigError(f"workload.vms={vms}: must be <= host.nic_ports={ports} with "
+                          f"vnic.model=passthrough ({what}; vnic=sriov shares a port)")
+    if model == "sriov" and per_port > max_vfs:
+        raise ConfigError(f"workload.vms={vms}: {per_port} VMs per port need as many virtual "
+                          f"functions, and the NIC has {max_vfs} (nic.max_vfs; allowed: a NIC "
+                          f"with SR-IOV such as nic=intel_82599, or fewer VMs)")
+    if cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"workload.kind=udp_multicast: not modelled with vnic.model={model} "
+                          f"(its replication is the vswitch's, which a direct device bypasses); "
+                          f"allowed: tcp_stream, tcp_rr, http")
+    if hv.vswitch.vxlan.enabled:
+        raise ConfigError(f"hypervisor.vswitch.vxlan.enabled=true: the tunnel endpoint is the "
+                          f"vswitch's, which vnic.model={model} bypasses; allowed: false")
+    if cfg.host.placement == "numa_io":
+        raise ConfigError(f"host.placement=numa_io: it moves the hypervisor's networking "
+                          f"contexts, which vnic.model={model} has none of; allowed: pinned, "
+                          f"spread")
 
 
 def _check_queues(cfg: Config, max_queues: int) -> None:
@@ -317,6 +374,17 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
                           f"(or run.engine=des)")
+    topo = cfg.topology.kind
+    if cfg.run.engine == "fluid" and cfg.topology.vm_partner:
+        raise ConfigError(f"run.engine=fluid: topology.kind={topo} (a VM at the other end) is "
+                          f"not modelled by the fluid engine yet; allowed: native_peer "
+                          f"(or run.engine=des)")
+    if cfg.topology.vm_partner and cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"topology.kind={topo}: workload.kind=udp_multicast needs "
+                          f"topology.kind=native_peer (the sender is the native peer)")
+    if topo == "cross_vswitch" and (cfg.host.nic_ports < 2 or cfg.host.nic_ports % 2):
+        raise ConfigError(f"host.nic_ports={cfg.host.nic_ports}: topology.kind=cross_vswitch "
+                          f"needs an even number of ports >= 2 (pairs joined by a switch)")
     mtu = cfg.nic.link.mtu_bytes
     mss = units.mss_bytes(mtu, cfg.tcp.timestamps)
     if cfg.workload.socket_bytes < mss:
@@ -344,11 +412,26 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(str(exc)) from None
     _check_vxlan_tx_ring(cfg)
     _check_aggregates_fit(cfg)
-    if cfg.host.teaming.enabled and cfg.workload.kind == "udp_multicast":
-        raise ConfigError(f"host.teaming.ports_per_team={cfg.host.teaming.ports_per_team}: "
-                          f"multicast over a team is not modelled; allowed with "
-                          f"workload.kind=udp_multicast: 1")
+    _check_teaming(cfg)
     _check_hypervisor_features(cfg)
+
+
+def _check_teaming(cfg: Config) -> None:
+    """A team (``models.teaming``) is the uplink of a vswitch towards the native peer: not
+    with multicast, a VM at the other end, or a device that bypasses the vswitch."""
+    k = cfg.host.teaming.ports_per_team
+    if k == 1:
+        return
+    if cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"host.teaming.ports_per_team={k}: multicast over a team is not "
+                          f"modelled; allowed with workload.kind=udp_multicast: 1")
+    if cfg.topology.kind != "native_peer":
+        raise ConfigError(f"host.teaming.ports_per_team={k}: a team needs "
+                          f"topology.kind=native_peer (topology.kind={cfg.topology.kind}); "
+                          f"allowed otherwise: 1")
+    if is_direct(cfg.vnic.model):
+        raise ConfigError(f"host.teaming.ports_per_team={k}: vnic.model={cfg.vnic.model} "
+                          f"bypasses the vswitch the team serves; allowed with it: 1")
 
 
 def _check_vxlan_tx_ring(cfg: Config) -> None:
@@ -400,8 +483,8 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if cfg.nic.rx_sort == "vmdq" and not feats.netqueue:
         raise ConfigError(f"nic.rx_sort=vmdq: needs NetQueue, which hypervisor={hv} lacks "
                           f"(hypervisor.features.netqueue=false); allowed: single, rss")
-    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and \
-            not (feats.vnic_rss and cfg.vnic.rx_queues > 1):
+    if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and cfg.vnic.model != "passthrough" \
+            and not (feats.vnic_rss and cfg.vnic.rx_queues > 1):  # (passthrough: the guest's RSS)
         raise ConfigError(f"nic.rx_sort=rss: a vNIC takes packets from one hardware queue unless "
                           f"the hypervisor has vnic_rss (hypervisor={hv}: "
                           f"{str(feats.vnic_rss).lower()}) and the vNIC asks for several "
@@ -422,14 +505,16 @@ def estimate_size(cfg: Config) -> dict[str, tuple[Any, float]]:
     w, host, ports = cfg.workload, cfg.host, cfg.host.nic_ports
     per_session = BYTES_PER_SESSION.get(w.kind, BYTES_PER_SESSION_DEFAULT)
     contexts_per_vm = cfg.guest.vcpus + cfg.hypervisor.tx_contexts_per_vnic - 1
+    vms = 2 * w.vms if cfg.topology.vm_partner else w.vms  # with the partner VMs
+    hosts = 2 if cfg.topology.kind == "remote_host" else 1
     terms = {
         "workload.sessions_per_vm": (w.sessions_per_vm, w.vms * w.sessions_per_vm * per_session),
-        "workload.vms": (w.vms, w.vms * (BYTES_PER_VM + contexts_per_vm * BYTES_PER_CONTEXT)),
-        "host.nic_ports": (ports, ports * (BYTES_PER_PORT + (cfg.nic.rx_queues + cfg.nic.tx_queues)
-                                            * BYTES_PER_CONTEXT
-                                            + cfg.peer.cpu.n_cores * BYTES_PER_CORE)),
+        "workload.vms": (w.vms, vms * (BYTES_PER_VM + contexts_per_vm * BYTES_PER_CONTEXT)),
+        "host.nic_ports": (ports, hosts * ports * (
+            BYTES_PER_PORT + (cfg.nic.rx_queues + cfg.nic.tx_queues) * BYTES_PER_CONTEXT
+            + cfg.peer.cpu.n_cores * BYTES_PER_CORE)),
         "host.cpu.cores_per_socket": (host.cpu.cores_per_socket,
-                                      host.cpu.n_cores * BYTES_PER_CORE),
+                                      hosts * host.cpu.n_cores * BYTES_PER_CORE),
     }
     if w.kind == "tcp_rr":
         terms["workload.rr.latency_sample_capacity"] = (

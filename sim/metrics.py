@@ -22,16 +22,25 @@ Key = tuple  # (kind, component name, counter)
 
 
 def _contexts(model: Model):
-    """(host, context) for every context: the host's, then each peer's."""
+    """(host, context) for every context: the host's, the remote host's
+    (``topology.kind=remote_host``), then each peer's."""
     for ctx in model.contexts:
         yield "host", ctx
+    if model.remote is not None:
+        for ctx in model.remote.contexts:
+            yield "remote", ctx
     for peer in model.peers:
         for ctx in peer.contexts():
             yield peer.name, ctx
 
 
 def _ports(model: Model):
-    return [*model.nics, *(p.nic for p in model.peers)]
+    return [*(n for h in model.hosts() for n in h.nics), *(p.nic for p in model.peers)]
+
+
+def _core_key(host: Model, core) -> object:
+    """A core's name in the snapshot: its index, prefixed on the remote host."""
+    return f"{host.prefix}{core.index}" if host.prefix else core.index
 
 
 def snapshot(model: Model) -> dict[Key, float]:
@@ -45,20 +54,21 @@ def snapshot(model: Model) -> dict[Key, float]:
     for flow in model.workload.flows():
         take("flow", flow["flow"], {k: v for k, v in flow.items() if k not in ("flow", "vm")})
     take("workload", "", model.workload.counters())
-    for core in model.cpu.cores:
-        take("core", core.index, core.counters())
+    for h in model.hosts():
+        for core in h.cpu.cores:
+            take("core", _core_key(h, core), core.counters())
     for _, ctx in _contexts(model):
         take("ctx", ctx.name, ctx.counters())
-    for card in model.cards:
+    for card in (c for h in model.hosts() for c in h.cards):
         for ch in card.channels().values():
             take("pcie", ch.name, ch.counters())
-    for host in [*model.vms, *model.peers]:
+    for host in [*(vm for h in model.hosts() for vm in h.vms), *model.peers]:
         take("stack", host.name, host.counters())
     for port in _ports(model):
         take("nic", port.name, port.counters())
         for q in port.rx_queues:
             take("rxq", q.name, q.counters())
-    for vnic in model.vnics:
+    for vnic in (v for h in model.hosts() for v in h.vnics):
         take("vnic", vnic.name, vnic.counters())
     for (stage, reason), n in model.stats.drops().items():
         s[("drop", stage, reason)] = n
@@ -75,8 +85,16 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
 
     flows = _flow_table(model, d, window_s)
     vms = flows.groupby("vm", as_index=False)["goodput_gbps"].sum()
+    by_index = {vm.index: vm for vm in model.vms}  # the measured VMs (not their partners)
     vms["vcpu_util_pct"] = [100 * sum(d[("ctx", c.name, "busy_s")] for c in vm.vcpus)
-                            / (window_s * len(vm.vcpus)) for vm in model.vms]
+                            / (window_s * len(vm.vcpus))
+                            for vm in (by_index[i] for i in vms["vm"])]
+    if cfg.topology.vm_partner:  # the other end's vCPUs: VM n + i, on this host or the remote
+        n = cfg.workload.vms
+        everyone = {vm.index: vm for h in model.hosts() for vm in h.vms}
+        vms["partner_vcpu_util_pct"] = [
+            100 * sum(d[("ctx", c.name, "busy_s")] for c in everyone[n + i].vcpus)
+            / (window_s * len(everyone[n + i].vcpus)) for i in vms["vm"]]
     cores = pd.DataFrame([{"core": c.index, "numa_node": c.node,
                            "util_pct": 100 * d[("core", c.index, "busy_s")] / window_s,
                            "switches_per_s": rate("core", c.index, "switches")}
@@ -119,14 +137,24 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
                            for port in _ports(model) for q in port.rx_queues])
     pcie = _pcie_table(model, d, window_s)
     vnics = _vnic_table(model, d, window_s)
-    summary["exits_per_s"] = float(vnics["exits_per_s"].sum())
-    summary["guest_rx_packets_per_s"] = float(vnics["rx_packets_per_s"].sum())
-    summary["pcie_max_util_pct"] = float(pcie["util_pct"].max()) if len(pcie) else 0.0
+    own = vnics["vnic"].isin([v.name for v in model.vnics])  # the host under test's
+    summary["exits_per_s"] = float(vnics.loc[own, "exits_per_s"].sum())
+    summary["guest_rx_packets_per_s"] = float(vnics.loc[own, "rx_packets_per_s"].sum())
+    own_pcie = pcie[pcie["card"].isin([c.name for c in model.cards])]
+    summary["pcie_max_util_pct"] = float(own_pcie["util_pct"].max()) if len(own_pcie) else 0.0
     remote = sum(_remote_cycles(d, c.name) for c in model.contexts)
     summary["numa_remote_cycles_pct"] = 100 * remote / busy_cycles if busy_cycles else 0.0
     tables = {"flows": flows, "vms": vms, "cores": cores, "contexts": contexts, "nics": nics,
               "rx_queues": queues, "drops": drops, "pcie": pcie, "vnics": vnics,
               "cost_terms": _cost_terms_table(model, d, window_s)}
+    if model.remote is not None:  # the partner VMs' host: its cores, its CPU
+        r = model.remote
+        tables["remote_cores"] = pd.DataFrame([
+            {"core": c.index, "numa_node": c.node,
+             "util_pct": 100 * d[("core", _core_key(r, c), "busy_s")] / window_s,
+             "switches_per_s": rate("core", _core_key(r, c), "switches")}
+            for c in r.cpu.cores])
+        summary["remote_cpu_util_pct"] = float(tables["remote_cores"]["util_pct"].mean())
     wd = {key: v for (kind, _, key), v in d.items() if kind == "workload"}
     summary.update(model.workload.summary(wd, window_s))
     for name, records in model.workload.tables(wd, window_s).items():
@@ -174,7 +202,7 @@ def _vnic_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     entered the guest: frames and packets (an LRO aggregate is one packet)."""
     rows = [{"vnic": v.name, "model": v.params.model,
              **{f"{k}_per_s": d[("vnic", v.name, k)] / window_s for k in VNIC_COUNTERS}}
-            for v in model.vnics]
+            for h in model.hosts() for v in h.vnics]
     return pd.DataFrame(rows, columns=["vnic", "model",
                                        *(f"{k}_per_s" for k in VNIC_COUNTERS)])
 
@@ -183,7 +211,7 @@ def _pcie_table(model: Model, d: dict, window_s: float) -> pd.DataFrame:
     """Per card and direction: link bytes (TLP overhead included) and utilisation. With PCI-X
     both directions are one bus: the rows then repeat the bus's totals."""
     rows = []
-    for card in model.cards:
+    for card in (c for h in model.hosts() for c in h.cards):
         for direction, ch in card.channels().items():
             rows.append({"card": card.name, "numa_node": card.node, "direction": direction,
                          "link_gbps": units.bytes_per_s_to_gbps(

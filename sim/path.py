@@ -6,10 +6,14 @@ that prices the pass from the same parameters), the rings and queues it waits in
 capacity), the PCIe directions and links it crosses (with their rate). ``flow_paths(model)``
 lists the data direction and the ACK return path of every flow; ``python -m sim path`` prints
 them as an ASCII sketch. The steady-state engine reads the same description.
+The other end is the native peer behind the VM's port or, with a VM-to-VM topology
+(``models.topology``), the partner VM: on the same vswitch the sender's backend context
+switches the burst into the partner's vNIC (no NIC, no wire). A direct device (passthrough,
+SR-IOV, the bare-metal host: ``models.vnic.direct``) crosses the guest's qdisc and the NIC's
+rings, no backend or vswitch, and its receive pass runs on the vCPU the NIC queue interrupts.
 NIC teaming: a flow's hops are those of the member port it uses, with the physical
 switch's egress link after each wire (``models.teaming``).
-Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer), VM-to-VM
-flows (none of the experiments has one).
+Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from models import costs
 from models.base import DATA, Burst
 from models.costs import Charge
+from models.guest import Vm
 from models.replication import group_dst
 from sim.builder import Model
 
@@ -40,6 +45,7 @@ class FlowPath:
     direction: str             # tx: the VM sends the data; rx: it receives it
     data: list[Hop] = field(default_factory=list)
     acks: list[Hop] = field(default_factory=list)
+    partner: str = ""          # the partner VM's name (VM-to-VM topologies); "" for the peer
 
 
 def _ctx(ctx, *charges: list[Charge], note: str = "") -> Hop:
@@ -89,54 +95,154 @@ def flow_paths(model: Model) -> list[FlowPath]:
 
 
 def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPath:
-    vm, p = model.vms[v], model.port_of_flow(v, f)
-    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitch_of(v), model.peer_of(v)
-    card = model.cards[p // model.cfg.host.ports_per_card]
-    hv = model.cfg.hypervisor
-    # With teaming the wire is the member port's link, then the switch's link on (models.teaming)
-    switch = model.switches[model.team_of(v)] if model.switches else None
-    to_peer = [_link(switch.to_peer)] if switch else []
-    to_vm = [_link(switch.to_member[switch.members.index(nic)])] if switch else []
-    probe = Burst(DATA, f, 0, 1, 1, 0, 1, dst=v, src=v)
-    txq, rxq = vnic.tx_queue_of(probe), vnic.rx_queue_of(probe)
-    nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
-    peer_rxq = peer.nic.rx_queues[peer.nic.rss_queue(f) if len(peer.nic.rx_queues) > 1 else 0]
-    # The VM's transmit side, from its vCPU to the wire, and its receive side back up.
-    vm_tx = [_ring(txq.ring),
-             _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
-                  hv.driver_charges("tx")),
-             _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
-             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link), *to_peer]
-    vm_rx = [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
-             _ctx(nic_rxq.context, hv.driver_charges("rx"), vswitch.charges("rx"),
-                  vnic.backend_charges("rx"),
-                  note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
-             _ring(rxq.ring)]
-    peer_tx = [_ring(peer.nic.tx_queues[0]), _link(peer.nic.tx_link), *to_vm]
-    path = FlowPath(f, v, kind, direction)
-    if direction == "tx":
-        sender, receiver = vm.charges("sender"), peer.charges("receiver")
-        path.data = [_ctx(vm.app_context(f), _pick(sender, costs.APP_SEND, costs.STACK_TX),
-                          vnic.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
-                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
-                          _pick(receiver, costs.STACK_RX)),
-                     _ctx(peer.app_context(f), _pick(receiver, costs.APP_RECV))]
-        path.acks = [_ctx(peer.irq_of(f), _pick(receiver, costs.STACK_ACK_TX),
-                          peer.driver_charges("tx")), *peer_tx, *vm_rx,
-                     _ctx(rxq.vcpu, vnic.guest_charges("rx"),
-                          _pick(sender, costs.STACK_ACK_RX))]
-    else:
-        sender, receiver = peer.charges("sender"), vm.charges("receiver")
-        path.data = [_ctx(peer.app_context(f), _pick(sender, costs.APP_SEND, costs.STACK_TX),
-                          peer.driver_charges("tx")), *peer_tx, *vm_rx,
-                     _ctx(rxq.vcpu, vnic.guest_charges("rx"),
-                          _pick(receiver, costs.STACK_RX)),
-                     _ctx(vm.app_context(f), _pick(receiver, costs.APP_RECV))]
-        path.acks = [_ctx(vm.app_context(f), _pick(receiver, costs.STACK_ACK_TX),
-                          vnic.guest_charges("tx")), *vm_tx, _rx_ring(peer_rxq),
-                     _ctx(peer.irq_of(f), peer.driver_charges("rx"),
-                          _pick(sender, costs.STACK_ACK_RX))]
+    """The data and ACK hops of flow ``f`` between VM ``v`` and the other end of its
+    connection: the native peer behind its port, or a partner VM (``models.topology``)."""
+    vm = model.vms[v]
+    other = _partner(model, v)
+    sender, receiver = (vm, other) if direction == "tx" else (other, vm)
+    path = FlowPath(f, v, kind, direction, partner=other.name if _is_vm(other) else "")
+    snd, rcv = sender.charges("sender"), receiver.charges("receiver")
+    path.data = [*_send_app(model, sender, f, snd), *_out(model, sender, receiver, f),
+                 *_into(model, sender, receiver, f), *_recv_stack(model, receiver, f, rcv),
+                 _ctx(receiver.app_context(f), _pick(rcv, costs.APP_RECV))]
+    path.acks = [*_ack_out(model, receiver, f, rcv), *_out(model, receiver, sender, f),
+                 *_into(model, receiver, sender, f), *_ack_in(model, sender, f, snd)]
     return path
+
+
+def _partner(model: Model, v: int):
+    """The other end of VM ``v``'s connections."""
+    topo, n = model.cfg.topology, model.cfg.workload.vms
+    if not topo.vm_partner:
+        return model.peer_of(v)
+    return model.remote.vms[v] if topo.kind == "remote_host" else model.vms[n + v]
+
+
+def _host_of(model: Model, vm) -> Model:
+    return model if model.remote is None or vm in model.vms else model.remote
+
+
+def _probe(f: int, dst: int, src: int) -> Burst:
+    return Burst(DATA, f, 0, 1, 1, 0, 1, dst=dst, src=src)
+
+
+def _is_vm(end) -> bool:
+    return isinstance(end, Vm)
+
+
+def _is_direct(end) -> bool:
+    """A VM (or bare-metal host) driving its NIC or VF itself (``models.vnic.direct``)."""
+    return _is_vm(end) and getattr(end.vnic, "direct", False)
+
+
+def _nic_rxq(model: Model, end, f: int, src: int | None = None):
+    """The NIC RX queue a VM's traffic of flow ``f`` arrives on."""
+    host = _host_of(model, end)
+    nic = host.nics[host.port_of_flow(end.index, f)]
+    probe = _probe(f, end.endpoint, end.endpoint if src is None else src)
+    return nic.rx_queues[nic.rx_queue_index(probe)]
+
+
+def _rx_pass(model: Model, end, f: int):
+    """The context a VM's receive pass of flow ``f`` runs on: the vCPU its vNIC queue
+    interrupts, or for a direct device the vCPU its NIC queue interrupts."""
+    if _is_direct(end):
+        return _nic_rxq(model, end, f).context
+    return end.vnic.rx_queue_of(_probe(f, end.endpoint, end.endpoint)).vcpu
+
+
+def _send_app(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
+    """The sending application's context: its send() calls and segment output."""
+    device = end.vnic.guest_charges("tx") if _is_vm(end) else end.driver_charges("tx")
+    return [_ctx(end.app_context(f), _pick(snd, costs.APP_SEND, costs.STACK_TX), device)]
+
+
+def _ack_out(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
+    """Where the data receiver builds its ACKs (a VM: the flow's vCPU; a peer: its softirq)."""
+    if _is_vm(end):
+        return [_ctx(end.app_context(f), _pick(rcv, costs.STACK_ACK_TX),
+                     end.vnic.guest_charges("tx"))]
+    return [_ctx(end.irq_of(f), _pick(rcv, costs.STACK_ACK_TX), end.driver_charges("tx"))]
+
+
+def _recv_stack(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
+    """The receive pass that takes the data in (a VM's vCPU; a peer's softirq)."""
+    if _is_vm(end):
+        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+                     _pick(rcv, costs.STACK_RX))]
+    return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(rcv, costs.STACK_RX))]
+
+
+def _ack_in(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
+    """The receive pass that takes the ACKs in at the data sender."""
+    if _is_vm(end):
+        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+                     _pick(snd, costs.STACK_ACK_RX))]
+    return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(snd, costs.STACK_ACK_RX))]
+
+
+def _out(model: Model, src, dst, f: int) -> list[Hop]:
+    """From ``src``'s device to its wire (or, VM to VM on one vswitch, into the partner's
+    backend)."""
+    if not _is_vm(src):  # a peer: with teaming, the switch's link to the flow's member next
+        return [_ring(src.nic.tx_queues[0]), _link(src.nic.tx_link),
+                *_switch_links(model, dst.index, f, to_peer=False)]
+    host = _host_of(model, src)
+    p = host.port_of_flow(src.index, f)
+    vnic, nic, vswitch = src.vnic, host.nics[p], host.vswitch_of(src.index)
+    probe = _probe(f, dst.endpoint, src.endpoint)
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    if _is_direct(src):
+        return [_ring(vnic.qdisc, "guest qdisc"), _ring(nic.tx_queue(probe)),
+                _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
+    txq = vnic.tx_queue_of(probe)
+    if vswitch.is_local(probe):
+        return [_ring(txq.ring),
+                _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx", uplink=False),
+                     vswitch.ports[dst.endpoint].backend_charges("rx"),
+                     note="; switched to the partner's vNIC on this vswitch")]
+    return [_ring(txq.ring),
+            _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
+                 model.cfg.hypervisor.driver_charges("tx")),
+            _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
+            _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link),
+            *_switch_links(model, src.index, f, to_peer=True)]
+
+
+def _switch_links(model: Model, v: int, f: int, to_peer: bool) -> list[Hop]:
+    """NIC teaming: the physical switch's egress link after the wire, towards the peer or
+    towards the member port flow ``f`` of VM ``v`` uses (``models.teaming``); none without."""
+    if not model.switches:
+        return []
+    sw = model.switches[model.team_of(v)]
+    if to_peer:
+        return [_link(sw.to_peer)]
+    return [_link(sw.to_member[sw.members.index(model.nics[model.port_of_flow(v, f)])])]
+
+
+def _into(model: Model, src, dst, f: int) -> list[Hop]:
+    """From the wire (or the sender's backend) to ``dst``'s receive pass."""
+    probe = _probe(f, dst.endpoint, src.endpoint)
+    if not _is_vm(dst):
+        return [_rx_ring(dst.nic.rx_queues[dst.nic.rss_queue(f)
+                                           if len(dst.nic.rx_queues) > 1 else 0])]
+    host = _host_of(model, dst)
+    p = host.port_of_flow(dst.index, f)
+    vnic, nic, vswitch = dst.vnic, host.nics[p], host.vswitch_of(dst.index)
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    if _is_direct(dst):
+        return [_rx_ring(_nic_rxq(model, dst, f, src.endpoint)),
+                _pcie(card.up, "RX data, descriptor write-backs")]
+    rxq = vnic.rx_queue_of(probe)
+    if _is_vm(src) and _host_of(model, src) is host and host.port_of(src.index) == p:
+        return [_ring(rxq.ring)]  # switched by the sender's backend (``_out``)
+    nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
+    hv = model.cfg.hypervisor
+    return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
+            _ctx(nic_rxq.context, hv.driver_charges("rx"), vswitch.charges("rx"),
+                 vnic.backend_charges("rx"),
+                 note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
+            _ring(rxq.ring)]
 
 
 def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
@@ -177,6 +283,8 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
 def sketch(path: FlowPath) -> str:
     """An ASCII sketch of one flow's path: a line per hop, its charges beneath it."""
     ends = ("vm%d -> peer" % path.vm) if path.direction == "tx" else ("peer -> vm%d" % path.vm)
+    if path.partner:
+        ends = ends.replace("peer", path.partner)
     lines = [f"flow {path.flow} ({path.kind}, direction {path.direction}): data {ends}"]
     for title, hops in (("data", path.data), ("ACKs", path.acks)):
         if not hops:

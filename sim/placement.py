@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.vnic import is_direct
+
 
 POLICIES = ("pinned", "spread", "numa_io")
 
@@ -138,9 +140,11 @@ class Plan:
 
 def vm_context_names(cfg, i: int) -> tuple[list[str], list[str]]:
     """VM ``i``'s vCPU and networking context names, in the order they are placed."""
+    vcpus = [f"vm{i}.vcpu{k}" for k in range(cfg.guest.vcpus)]
+    if is_direct(cfg.vnic.model):  # the guest drives the NIC itself: no networking context
+        return vcpus, []
     n_net = min(cfg.hypervisor.tx_contexts_per_vnic, cfg.vnic.tx_queues)
-    return ([f"vm{i}.vcpu{k}" for k in range(cfg.guest.vcpus)],
-            [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))])
+    return vcpus, [f"vm{i}.net", *(f"vm{i}.net{k}" for k in range(1, n_net))]
 
 
 def vector_name(port: int, queue: int) -> str:
@@ -155,8 +159,9 @@ def make_plan(cfg) -> Plan:
     host = cfg.host
     placer = make_placement(cfg)
     slots: dict[str, Slot] = {}
-    for i in range(cfg.workload.vms):
-        port = i % host.nic_ports
+    n = cfg.workload.vms
+    for i in range(cfg.topology.host_vms(n)):  # with their partner VMs on the same host
+        port = cfg.topology.port_of(i, n, host.nic_ports)
         card = port // host.ports_per_card
         card_node = host.card_node(card)
         placer.start_vm(i, port)
@@ -175,7 +180,7 @@ def make_plan(cfg) -> Plan:
             slots[name] = Slot(placed[False], placed[True], card if networking else None)
         assert [c for c, _ in cores] == [slots[n].at_start(placer.numa_active)[0]
                                         for _, n in cores]
-    for p in range(host.nic_ports):
+    for p in range(0 if is_direct(cfg.vnic.model) else host.nic_ports):  # direct: no vectors
         card = p // host.ports_per_card
         node = host.card_node(card)
         for k in range(cfg.nic.rx_queues):
@@ -198,7 +203,7 @@ def start_numa_io(model, plan: Plan):
     cores = model.cpu.cores
     groups = {c: NumaIoGroup(host.card_node(c), [], {False: {}, True: {}}, plan.numa_active)
               for c in range(host.n_cards)}
-    vm_card = {i: (i % host.nic_ports) // host.ports_per_card for i in range(len(model.vms))}
+    vm_card = {vm.index: model.port_of(vm.index) // host.ports_per_card for vm in model.vms}
     for name, slot in plan.slots.items():
         ctx = by_name[name]
         card = slot.card if slot.card is not None else vm_card[int(name[2:].split(".")[0])]

@@ -147,6 +147,9 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "OsStackParams.name": "the OS network stack's name [text]",
     "OsStackParams.window_scaling": "RFC 1323 window scaling (false: window <= 65535 bytes) "
                                     "[bool]",
+    "TopologyParams.kind": "who the measured VMs talk to: a native peer, a partner VM on the "
+        "same vswitch, on another vswitch of the host, or on a second host (models/topology.py) "
+        "[-]",
     "OsStackParams.tso_win_divisor": "TSO deferral: a window-cut TSO segment waits until 1/N of "
         "the window is open (Linux tcp_tso_win_divisor; 0: none) [-]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "

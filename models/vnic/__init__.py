@@ -1,8 +1,11 @@
-"""Virtual NICs: the ``VirtualNic`` base (``base.py``) and the devices (``devices.py``).
+"""Virtual NICs: the ``VirtualNic`` base (``base.py``), the devices (``devices.py``) and the
+direct devices a guest drives itself (``direct.py``: passthrough, SR-IOV).
 
 Import from here: ``from models.vnic import VnicParams, VirtualNic, DEVICES, make_vnic``.
 """
 from models.vnic.base import DEVICES, VirtualNic, VnicParams
 from models.vnic.devices import E1000, Vmxnet2, Vmxnet3, make_vnic
+from models.vnic.direct import DirectNic, Passthrough, Sriov, is_direct
 
-__all__ = ["DEVICES", "VirtualNic", "VnicParams", "E1000", "Vmxnet2", "Vmxnet3", "make_vnic"]
+__all__ = ["DEVICES", "VirtualNic", "VnicParams", "E1000", "Vmxnet2", "Vmxnet3", "make_vnic",
+           "DirectNic", "Passthrough", "Sriov", "is_direct"]

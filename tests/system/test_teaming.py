@@ -134,6 +134,10 @@ def test_bad_team_shapes_are_refused_in_one_line(compose):
     with pytest.raises(ConfigError, match="multicast over a team is not modelled"):
         compose(["experiment=mc_default_30k", "host.nic_ports=2",
                  "host.teaming.ports_per_team=2"])
+    with pytest.raises(ConfigError, match="a team needs topology.kind=native_peer"):
+        compose(["experiment=team_4x1g_port_id_4vms", "topology.kind=remote_host"])
+    with pytest.raises(ConfigError, match="bypasses the vswitch the team serves"):
+        compose(["experiment=team_4x1g_port_id_4vms", "vnic=passthrough"])
 
 
 def test_the_switch_drops_what_its_egress_buffer_cannot_hold(run):

@@ -19,6 +19,8 @@ from tests.conftest import CONFIG_DIR
 
 MSS, HDR = 1448, 52
 PROFILES = sorted(p.stem for p in Path(CONFIG_DIR, "hypervisor").glob("*.yaml"))
+# The bare-metal host drives its NIC itself: it composes only with the direct device.
+NEEDS = {"native": ["vnic=passthrough"]}
 
 
 def data(frames: int, dst: int = 0, packets: int | None = None) -> Burst:
@@ -35,8 +37,9 @@ class FakeVnic:
 
 
 class FakeVswitch:
-    def __init__(self):
+    def __init__(self, vnics=()):
         self.got: list[Burst] = []
+        self.ports = dict(enumerate(vnics))  # port id (the VM's endpoint) -> its vNIC
 
     def cycles(self, packets: int, n_bytes: int) -> float:
         return 600.0 * packets
@@ -84,8 +87,8 @@ def test_software_lro_aggregate_counts():
 
 
 def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(driver_kind="native"), vs, [FakeVnic(True), FakeVnic(False)])
+    vs = FakeVswitch([FakeVnic(True), FakeVnic(False)])
+    rx = HypervisorRx(params(driver_kind="native"), vs)
     batch = [data(45, dst=0), data(10, dst=1)]
     taken = rx.prepare(batch, None)
     terms = rx.cost(taken, is_interrupt=True)
@@ -99,20 +102,20 @@ def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
 
 
 def test_no_software_lro_without_the_feature():
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs, [FakeVnic(True)])
+    vs = FakeVswitch([FakeVnic(True)])
+    rx = HypervisorRx(params(features=HypervisorFeatures(software_lro=False)), vs)
     rx.deliver(rx.prepare([data(45)], None))
     assert vs.got[0].packets == 45
 
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_every_profile_composes(compose, name):
-    cfg = compose([f"hypervisor={name}"])
+    cfg = compose([f"hypervisor={name}", *NEEDS.get(name, [])])
     assert cfg.hypervisor.name == name
 
 
 def test_generations_features(compose):
-    feats = {n: compose([f"hypervisor={n}"]).hypervisor for n in PROFILES}
+    feats = {n: compose([f"hypervisor={n}", *NEEDS.get(n, [])]).hypervisor for n in PROFILES}
     assert [n for n, h in feats.items() if h.features.vnic_rss] == ["vsphere60"]
     assert not feats["esx35"].features.vmxnet3 and feats["esx40"].features.vmxnet3
     assert [n for n, h in feats.items() if h.driver_kind == "native"] == ["vsphere60"]
@@ -139,8 +142,8 @@ def test_software_lro_runs_once_per_batch(monkeypatch):
     calls = []
     real = hvmod.software_lro
     monkeypatch.setattr(hvmod, "software_lro", lambda *a: calls.append(1) or real(*a))
-    vs = FakeVswitch()
-    rx = HypervisorRx(params(), vs, [FakeVnic(True)])
+    vs = FakeVswitch([FakeVnic(True)])
+    rx = HypervisorRx(params(), vs)
     batch = [data(45)]
     taken = rx.prepare(batch, None)
     rx.cost(taken, is_interrupt=True)

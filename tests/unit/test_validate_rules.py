@@ -116,3 +116,25 @@ def test_every_claim_is_a_target_and_half_are_predicted():
     assert all(targets_role == "fitted" for targets_role in
                (next(t["role"] for t in spec["targets"] if t["id"] == f.split("#")[0])
                 for f in fitted_on))
+
+
+def test_targets_beyond_the_seeds_are_predicted_sourced_and_never_fitted():
+    """validation/targets_beyond.yaml (issue 12): every entry predicted, with a public source
+    address and a quote; none is among the calibration's training targets; its ids do not
+    collide with the seeds'."""
+    path, _ = V.TARGET_SETS["beyond"]
+    beyond = V.load_targets(path)["targets"]
+    seeds = {t["id"] for t in V.load_targets()["targets"]}
+    fitted_on = {b2.split("#")[0] for b in C.yaml.safe_load(open(C.SPEC))["blocks"]
+                 for b2 in b["targets"]}
+    assert beyond
+    for t in beyond:
+        assert t["role"] == "predicted", t["id"]
+        assert str(t["source"]).startswith("http") and t["quote"], t["id"]
+        assert t["id"] not in seeds and t["id"] not in fitted_on
+        assert t["checks"]
+
+
+def test_validate_refuses_an_unknown_target_set(capsys):
+    assert V.main(["--targets", "nope"]) == 2
+    assert "--targets='nope'" in capsys.readouterr().err

@@ -41,10 +41,17 @@ def test_local_traffic_is_switched_between_ports():
 
     class Port:  # a vNIC: what the vswitch hands a port
         deliver = got.extend
+        takes_aggregates = False
+
+    class LroPort(Port):  # a vNIC that takes large packets (vmxnet3, Linux LRO)
+        takes_aggregates = True
 
     vs.connect(3, Port)
+    vs.connect(4, LroPort)
     vs.transmit(tso(7, dst=3))
     assert [(b.seq, b.packets) for b in got] == [(7, 45)]   # as frames, not via the uplink
+    vs.transmit(tso(8, dst=4))
+    assert [(b.seq, b.packets, b.frames) for b in got[1:]] == [(8, 1, 45)]  # the segment whole
     env.run(until=1e-3)
     assert nic.tx_frames == 0
 
@@ -53,6 +60,8 @@ def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_sender
     from models.cpu import Context, Core, CpuParams
 
     class Vnic:  # the port holds its vNIC
+        takes_aggregates = False
+
         def __init__(self):
             self.got = []
 
