@@ -40,12 +40,13 @@ NUMA_COPY = "numa_copy"          # an RX handler writing into a VM's memory on a
 NUMA = "numa"                    # remote-memory penalty of the task's own data
 WORLD_SWITCH = "world_switch"    # a core switching from another context to this one
 JITTER = "jitter"                # service-time noise (charged minus nominal cycles)
+POLL_IDLE = "poll_idle"          # a poll-mode thread spinning between passes (models.polling)
 UNATTRIBUTED = "unattributed"    # a bare number of cycles (tests); no model should charge it
 
 ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, STACK_UDP_RX,
        GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP, BACKEND_TX, BACKEND_RX, VSWITCH,
-       VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX, COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH,
-       JITTER, UNATTRIBUTED, TEAMING)
+       VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX, COMPAT_RX, NUMA_COPY, NUMA,
+       WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED, TEAMING)
 
 Terms = dict  # term name -> cycles
 

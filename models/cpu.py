@@ -133,6 +133,9 @@ class Core:
         # The end of the cycles booked here without an event (``Context.charge``): the next
         # task on this core starts then at the earliest.
         self._free_at = 0.0
+        # Set when a poll-mode context (``models.polling``) is placed here: the core spins from
+        # then on and is busy whatever the load.
+        self.polled_from_s: float | None = None
 
     def switch_cycles(self, ctx: "Context") -> float:
         """World-switch cost when ``ctx`` follows a different context on this core."""
@@ -153,7 +156,10 @@ class Core:
         return len(self._waiting)
 
     def busy_time_s(self) -> float:
-        """Busy time so far, including the task in service (exact at any instant)."""
+        """Busy time so far, including the task in service (exact at any instant); a core
+        a poll-mode context spins on is busy all the time since it began."""
+        if self.polled_from_s is not None:
+            return self.env.now - self.polled_from_s
         return _busy_time(self.busy_s, self._busy_since, self._free_at, self.env.now)
 
     def counters(self) -> dict[str, float]:

@@ -26,6 +26,8 @@ Modelled:
   (``passthrough``) or a virtual function (``sriov``) to a VM, and whether a device interrupt
   reaches a running vCPU without an exit (``posted_interrupts``). ``bare_metal``: the native
   host mode, no hypervisor (exits, virtual interrupts and halt wake-ups cost nothing).
+- ``poll_mode``: the networking contexts and RX vectors are poll-mode threads (a userspace
+  vswitch with vhost-user, ``models.polling``): always busy, never interrupted or kicked.
 Left out: Dynamic NetQueue (queue counts are fixed per run), the vmklinux shim's locking,
 generation-specific vswitch costs (every generation uses the same vswitch prices unless its
 profile says otherwise).
@@ -57,6 +59,8 @@ class HypervisorFeatures:
     passthrough: bool = False    # DirectPath I/O: a NIC assigned to one VM (ESX 4.0, VT-d)
     sriov: bool = False          # SR-IOV virtual functions assigned to VMs (vSphere 5.1)
     posted_interrupts: bool = False  # exitless interrupts into a running vCPU (APICv + VT-d PI)
+    vmxnet: bool = True          # VMware's paravirtual devices (vmxnet2; vmxnet3 as above)
+    virtio_net: bool = False     # the virtio-net device (KVM)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class HypervisorParams:
     tx_contexts_per_vnic: int = 1
     # The OS runs on the host's cores and drives the NIC itself (``models.vnic.direct``).
     bare_metal: bool = False  # no hypervisor at all (hypervisor=native): the overhead baseline
+    # The vswitch and vNIC backends run as poll-mode threads (vhost-user with OVS-DPDK,
+    # ``models.polling``): their cores spin at 100%, no host interrupts, no guest kicks.
+    poll_mode: bool = False
     vswitch: VswitchParams = field(default_factory=VswitchParams)
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -35,6 +35,7 @@ from models.hypervisor import HypervisorRx
 from models.nic import NicPort
 from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
+from models.polling import PollingContext
 from models.peer import PeerHost
 from models.teaming import Team, TeamedVswitch, TeamSwitch, peer_link
 from models.vnic import VirtualNic, is_direct, make_vnic
@@ -154,7 +155,7 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
     model.cards = [PcieLink(env, f"{pre}card{c}", cfg.pcie, node=cfg.host.card_node(c))
                    for c in range(cfg.host.n_cards)]
     direct = is_direct(cfg.vnic.model)  # the guest drives the NIC: no vswitch path, no vectors
-    nic_params = port_params(cfg.nic, cfg.vnic.model, cfg.workload.vms)
+    nic_params = port_params(_nic_params(cfg), cfg.vnic.model, cfg.workload.vms)
     for p in range(cfg.host.nic_ports):
         nic = NicPort(env, f"{pre}nic{p}", nic_params, stats,
                       rss_salt=int(rng(f"{pre}nic{p}.rss").integers(2**31)),
@@ -174,7 +175,7 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
     for k, i in enumerate(vms):
         (_build_direct_vm if direct else _build_vm)(model, i, plan, rng, slot_vm=k)
     for p, nic in enumerate([] if direct else model.nics):
-        vectors = [_context(model, plan, vector_name(p, k), rng)
+        vectors = [_context(model, plan, vector_name(p, k), rng, poll=cfg.hypervisor.poll_mode)
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
         _wire_receive(model, p, vectors)
@@ -214,13 +215,24 @@ def _wire_cable(host_nic: NicPort, peer_nic: NicPort) -> None:
     peer_nic.tx_link.deliver = host_nic.receive
 
 
-def _context(model: Model, plan: Plan, name: str, rng, slot: str | None = None) -> Context:
+def _context(model: Model, plan: Plan, name: str, rng, slot: str | None = None,
+             poll: bool = False) -> Context:
     """Context ``name`` (with the host's prefix) on the core and with the home the plan gives
-    the context ``slot`` (default: ``name``)."""
+    the context ``slot`` (default: ``name``); ``poll``: a poll-mode thread
+    (``models.polling``)."""
     slot = name if slot is None else slot
     name = model.prefix + name if name.startswith("nic") else name
-    return Context(model.env, name, model.cpu.core(plan.core(slot)), rng=rng(name),
-                   home=plan.home(slot))
+    cls = PollingContext if poll else Context
+    return cls(model.env, name, model.cpu.core(plan.core(slot)), rng=rng(name),
+               home=plan.home(slot))
+
+
+def _nic_params(cfg: Config):
+    """The NIC as the host drives it: a poll-mode vswitch takes frames as they land (no
+    interrupt moderation: a zero static timer), otherwise as configured."""
+    if not cfg.hypervisor.poll_mode:
+        return cfg.nic
+    return replace(cfg.nic, coalescing=replace(cfg.nic.coalescing, mode="static", timer_us=0.0))
 
 
 def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
@@ -229,10 +241,10 @@ def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
     vswitch = model.vswitch_of(i)
     vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
     slots = [*vm_context_names(cfg, slot_vm)[0], *vm_context_names(cfg, slot_vm)[1]]
-    ctxs = [_context(model, plan, name, rng, slot)
+    hv = cfg.hypervisor
+    ctxs = [_context(model, plan, name, rng, slot, poll=hv.poll_mode and name in net_names)
             for name, slot in zip([*vcpu_names, *net_names], slots)]
     vcpus, nets = ctxs[:len(vcpu_names)], ctxs[len(vcpu_names):]
-    hv = cfg.hypervisor
     vm = Vm(env, i, cfg.guest, cfg.tcp, vcpus)
     vnic = make_vnic(env, f"vm{i}.vnic", cfg.vnic, model.stats, backends=nets, vcpus=vcpus,
                      transmit=vswitch.transmit,

@@ -370,6 +370,10 @@ def _convert(tp, value, full: str):
 
 
 def _cross_check(cfg: Config) -> None:
+    if cfg.run.engine == "fluid" and cfg.hypervisor.poll_mode:
+        raise ConfigError(f"run.engine=fluid: hypervisor.poll_mode=true (hypervisor="
+                          f"{cfg.hypervisor.name}: poll-mode vswitch threads) is not modelled by "
+                          f"the fluid engine yet (or run.engine=des)")
     if cfg.run.engine == "fluid" and cfg.workload.kind not in FLUID_KINDS:
         raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
@@ -476,6 +480,7 @@ def _check_hypervisor_features(cfg: Config) -> None:
         raise ConfigError(f"vnic.model=vmxnet3: not available with hypervisor={hv} "
                           f"(hypervisor.features.vmxnet3=false); allowed: e1000, vmxnet2, or "
                           f"a hypervisor from ESX 4.0 on (hypervisor=esx40, vsphere55, ...)")
+    _check_device(cfg)
     if cfg.vnic.rx_queues > 1 and not feats.vnic_rss:
         raise ConfigError(f"vnic.rx_queues={cfg.vnic.rx_queues}: must be 1 with hypervisor={hv} "
                           f"(one hardware queue per vNIC before vSphere 6.0; "
@@ -483,8 +488,10 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if cfg.nic.rx_sort == "vmdq" and not feats.netqueue:
         raise ConfigError(f"nic.rx_sort=vmdq: needs NetQueue, which hypervisor={hv} lacks "
                           f"(hypervisor.features.netqueue=false); allowed: single, rss")
+    # On KVM (virtio_net) every RSS queue's softirq feeds the bridge, which reaches every tap;
+    # a passed-through NIC spreads over the guest's own vCPUs.
     if cfg.nic.rx_sort == "rss" and cfg.nic.rx_queues > 1 and cfg.vnic.model != "passthrough" \
-            and not (feats.vnic_rss and cfg.vnic.rx_queues > 1):  # (passthrough: the guest's RSS)
+            and not feats.virtio_net and not (feats.vnic_rss and cfg.vnic.rx_queues > 1):
         raise ConfigError(f"nic.rx_sort=rss: a vNIC takes packets from one hardware queue unless "
                           f"the hypervisor has vnic_rss (hypervisor={hv}: "
                           f"{str(feats.vnic_rss).lower()}) and the vNIC asks for several "
@@ -497,6 +504,30 @@ def _check_hypervisor_features(cfg: Config) -> None:
     if vs.vxlan.enabled and not feats.vxlan:
         raise ConfigError(f"hypervisor.vswitch.vxlan.enabled=true: needs vSphere 5.1 or later "
                           f"(hypervisor={hv}: features.vxlan=false)")
+
+
+def _check_device(cfg: Config) -> None:
+    """The vNIC exists on the hypervisor (VMware's vmxnet devices, KVM's virtio-net) and a
+    virtio-net backend matches the vswitch: vhost-user needs a poll-mode (userspace) vswitch,
+    vhost-net a kernel one."""
+    hv, feats, model = cfg.hypervisor.name, cfg.hypervisor.features, cfg.vnic.model
+    if model in ("vmxnet2", "vmxnet3") and not feats.vmxnet:
+        raise ConfigError(f"vnic.model={model}: not available with hypervisor={hv} "
+                          f"(hypervisor.features.vmxnet=false); allowed: e1000, virtio_net"
+                          f"{', virtio_net_user' if cfg.hypervisor.poll_mode else ''}")
+    if model.startswith("virtio_net") and not feats.virtio_net:
+        raise ConfigError(f"vnic.model={model}: a KVM device, not available with hypervisor={hv}"
+                          f" (hypervisor.features.virtio_net=false); allowed: e1000, vmxnet2, "
+                          f"vmxnet3, or hypervisor=kvm")
+    user = model == "virtio_net_user"
+    if user != cfg.hypervisor.poll_mode and (user or model == "virtio_net"):
+        need = "a poll-mode vswitch (hypervisor=kvm_ovs_dpdk)" if user else \
+            "a kernel vswitch (hypervisor=kvm); with a poll-mode one use vnic=virtio_net_user"
+        raise ConfigError(f"vnic.model={model}: its backend needs {need}; hypervisor={hv} has "
+                          f"hypervisor.poll_mode={str(cfg.hypervisor.poll_mode).lower()}")
+    if cfg.hypervisor.poll_mode and model not in ("virtio_net_user",):
+        raise ConfigError(f"vnic.model={model}: hypervisor.poll_mode=true (hypervisor={hv}) "
+                          f"serves only vhost-user devices; allowed: virtio_net_user")
 
 
 def estimate_size(cfg: Config) -> dict[str, tuple[Any, float]]:

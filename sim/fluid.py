@@ -280,6 +280,9 @@ def describe_network(cfg: Config) -> _Net:
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
+    if cfg.hypervisor.poll_mode:  # spinning cores, zero-timer NIC queues: DES only
+        raise ValueError("fluid engine: hypervisor.poll_mode=true (poll-mode vswitch threads) "
+                         "not modelled yet")
     model = build(cfg)
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)

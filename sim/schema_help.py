@@ -108,6 +108,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "HypervisorFeatures.split_rx_mode": "multicast copies split across contexts (vSphere 5.0) "
                                         "[bool]",
     "HypervisorFeatures.vxlan": "VXLAN tunnel endpoints in the vswitch (vSphere 5.1) [bool]",
+    "HypervisorFeatures.vmxnet": "VMware's paravirtual devices (vmxnet2, vmxnet3) [bool]",
+    "HypervisorFeatures.virtio_net": "the virtio-net device (KVM) [bool]",
     "HypervisorParams.driver_kind": "uplink driver: linux_compat (converts packet handles) or "
                                     "native [-]",
     "HypervisorParams.software_lro_max_bytes": "largest software LRO aggregate [bytes]",
@@ -119,6 +121,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
                                                 "[cycles]",
     "HypervisorParams.tx_contexts_per_vnic": "networking contexts serving one vNIC's TX queues "
                                              "[-]",
+    "HypervisorParams.poll_mode": "vswitch and backends are poll-mode threads (vhost-user, "
+                                  "OVS-DPDK): cores 100% busy [bool]",
     "VswitchParams.pending_tx_limit_packets": "vswitch pending-TX queue per uplink [packets]",
     "ReplicationParams.split_rx_mode": "multicast: copies to receivers made by their own "
                                        "contexts [bool]",

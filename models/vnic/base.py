@@ -75,16 +75,21 @@ class VnicParams:
     def __post_init__(self):
         check(self.model in DEVICES, "model", self.model, f"one of {sorted(DEVICES)}")
         device = DEVICES[self.model]
-        check(1 <= self.tx_queues <= device.max_queues, "tx_queues", self.tx_queues,
-              f"in 1..{device.max_queues} for {self.model}")
-        check(1 <= self.rx_queues <= device.max_queues, "rx_queues", self.rx_queues,
-              f"in 1..{device.max_queues} for {self.model}")
-        check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
-        check(self.rx_ring_slots >= 1, "rx_ring_slots", self.rx_ring_slots, ">= 1")
+        many = (f"in 1..{device.max_queues} for {self.model}" if device.max_queues > 1 else
+                f"1: {self.model} has one queue each way (several queues with RSS and MSI-X "
+                f"per queue: vmxnet3, virtio_net)")
+        check(1 <= self.tx_queues <= device.max_queues, "tx_queues", self.tx_queues, many)
+        check(1 <= self.rx_queues <= device.max_queues, "rx_queues", self.rx_queues, many)
+        most = device.max_ring_slots
+        check(1 <= self.tx_ring_slots <= most, "tx_ring_slots", self.tx_ring_slots,
+              f"in 1..{most} for {self.model}")
+        check(1 <= self.rx_ring_slots <= most, "rx_ring_slots", self.rx_ring_slots,
+              f"in 1..{most} for {self.model}")
         check(not self.tso or device.tso_capable, "tso", self.tso,
               f"false: {self.model} has no TSO")
         check(not self.lro or device.lro_capable, "lro", self.lro,
-              f"false: {self.model} takes no LRO aggregates")
+              f"false: {self.model} takes no LRO aggregates (LRO into the guest: vmxnet3, "
+              f"virtio_net)")
         check(1500 <= self.max_mtu_bytes <= device.mtu_ceiling_bytes, "max_mtu_bytes",
               self.max_mtu_bytes, f"in 1500..{device.mtu_ceiling_bytes} for {self.model}")
         for name in ("tx_register_accesses_per_packet", "tx_register_accesses_per_doorbell",
@@ -133,6 +138,7 @@ class VirtualNic:
     """
 
     max_queues = 1
+    max_ring_slots = 4096  # the largest ring the device's drivers accept (ethtool -G)
     tso_capable = True
     lro_capable = False
     mtu_ceiling_bytes = 9000

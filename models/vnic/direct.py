@@ -43,6 +43,7 @@ class DirectNic:
 
     direct = True
     max_queues = 1          # the vNIC's own queue counts are unused: the NIC's queues count
+    max_ring_slots = 4096   # the vNIC ring keys are unused too (the NIC's rings count)
     tso_capable = True      # the NIC's TSO (``nic.tso``)
     lro_capable = False     # LRO aggregates come from the NIC's hardware LRO (``nic.lro``)
     mtu_ceiling_bytes = 9000

@@ -21,6 +21,14 @@ MSS, HDR = 1448, 52
 PROFILES = sorted(p.stem for p in Path(CONFIG_DIR, "hypervisor").glob("*.yaml"))
 # The bare-metal host drives its NIC itself: it composes only with the direct device.
 NEEDS = {"native": ["vnic=passthrough"]}
+# The KVM profiles offer no vmxnet device (the default vNIC): each composes with its own.
+KVM_VNIC = {"kvm": "virtio_net", "kvm_ovs_dpdk": "virtio_net_user"}
+VMWARE = [p for p in PROFILES if p not in KVM_VNIC]
+
+
+def _with_vnic(name: str) -> list[str]:
+    return [f"hypervisor={name}", *([f"vnic={KVM_VNIC[name]}"] if name in KVM_VNIC else []),
+            *NEEDS.get(name, [])]
 
 
 def data(frames: int, dst: int = 0, packets: int | None = None) -> Burst:
@@ -110,17 +118,20 @@ def test_no_software_lro_without_the_feature():
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_every_profile_composes(compose, name):
-    cfg = compose([f"hypervisor={name}", *NEEDS.get(name, [])])
+    cfg = compose(_with_vnic(name))
     assert cfg.hypervisor.name == name
 
 
 def test_generations_features(compose):
-    feats = {n: compose([f"hypervisor={n}", *NEEDS.get(n, [])]).hypervisor for n in PROFILES}
+    feats = {n: compose([f"hypervisor={n}", *NEEDS.get(n, [])]).hypervisor for n in VMWARE}
     assert [n for n, h in feats.items() if h.features.vnic_rss] == ["vsphere60"]
     assert not feats["esx35"].features.vmxnet3 and feats["esx40"].features.vmxnet3
     assert [n for n, h in feats.items() if h.driver_kind == "native"] == ["vsphere60"]
     assert not feats["esx35"].features.software_lro and feats["vsphere55"].features.software_lro
     assert all(h.vswitch.pending_tx_limit_packets == 200 for h in feats.values())
+    kvm = {n: compose(_with_vnic(n)).hypervisor for n in KVM_VNIC}
+    assert all(h.features.virtio_net and not h.features.vmxnet for h in kvm.values())
+    assert [n for n, h in kvm.items() if h.poll_mode] == ["kvm_ovs_dpdk"]
 
 
 @pytest.mark.parametrize("overrides, key", [

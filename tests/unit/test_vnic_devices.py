@@ -38,8 +38,9 @@ def build(mode: str = "hw", vcpus: int = 1, **params):
     return env, vnic, ctxs, backend, sent
 
 
-def test_registry_has_the_three_devices_and_the_two_direct_ones():
-    assert set(DEVICES) == {"e1000", "vmxnet2", "vmxnet3", "passthrough", "sriov"}
+def test_registry_has_the_devices():
+    assert set(DEVICES) == {"e1000", "vmxnet2", "vmxnet3", "virtio_net", "virtio_net_user",
+                            "passthrough", "sriov"}
 
 
 @pytest.mark.parametrize("mode, price", [("hw", 4000.0), ("bt", 1500.0)])
