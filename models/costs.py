@@ -32,6 +32,7 @@ BACKEND_RX = "backend_rx"        # copying into a guest and posting its virtual 
 VSWITCH = "vswitch"
 VXLAN = "vxlan"                  # encapsulation, decapsulation, software segmentation
 REPLICATION = "replication"      # multicast copies or splitRxMode hand-offs
+TEAMING = "teaming"              # picking a team member per packet (hash policies)
 DRIVER_TX = "driver_tx"          # the physical NIC's driver (or the peer's)
 DRIVER_RX = "driver_rx"
 COMPAT_TX = "compat_tx"          # the vmklinux shim of a Linux-compat driver
@@ -47,7 +48,8 @@ UNATTRIBUTED = "unattributed"    # a bare number of cycles (tests); no model sho
 ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, STACK_UDP_RX,
        STACK_ICMP_RX, STACK_ICMP_TX, GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP,
        BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX,
-       COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED)
+       COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED,
+       TEAMING)
 
 Terms = dict  # term name -> cycles
 

@@ -14,8 +14,9 @@ leaving through the uplink are encapsulated, bursts arriving are decapsulated, a
 cycles in the context that runs the vswitch (``tx_terms``, ``rx_extra_terms``).
 VM-to-VM on one vswitch (``topology.kind=same_vswitch``): a burst for another local port never
 reaches the uplink; the sender's networking context pays the destination backend's receive
-cost. Left out: VLANs, several uplinks, the software segmentation of a TSO segment for a vNIC
-that takes no large packets beyond its per-frame backend cost.
+cost. Several uplinks (NIC teaming): ``models.teaming.TeamedVswitch``.
+Left out: VLANs, the software segmentation of a TSO segment for a vNIC that takes no large
+packets beyond its per-frame backend cost.
 Units: cycles, packets.
 """
 from __future__ import annotations
@@ -61,6 +62,10 @@ class Vswitch:
         """Port ``port_id`` leads to ``vnic``: an object with ``deliver(batch)`` and
         ``rx_backend_cycles(packets, n_bytes)`` (``models.vnic.VirtualNic``)."""
         self.ports[port_id] = vnic
+
+    def pending_of(self, burst: Burst) -> Ring:
+        """The pending-TX queue ``burst`` would wait in (one uplink: the only one)."""
+        return self.pending
 
     def join(self, group_dst: int, port_id: int, vnic):
         """Port ``port_id`` (its vNIC ``vnic``) receives the group ``group_dst``."""

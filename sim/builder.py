@@ -13,6 +13,8 @@ others are free: VM i's vCPUs, then its networking context; the interrupt vector
 ``host.irq_core`` (000 pins the VM and the vector to adjoining cores). With more contexts than
 cores they share cores and pay the world-switch cost. Every context gets its NUMA home node(s)
 and numa_io starts its monitor (``sim.placement.make_plan``, ``start_numa_io``).
+Teaming (``host.teaming``, ``models.teaming``): ports grouped into teams, one vswitch per
+team and a physical switch between the team and one peer (``_build_teams``).
 PCIe: ports are grouped into cards of ``host.ports_per_card``, each with one ``PcieLink``.
 Randomness: one ``SeedSequence(seed)`` per run; each component draws from its own stream keyed
 by (replication, component name), so adding a component shifts nobody else's numbers.
@@ -35,6 +37,7 @@ from models.numa import NumaIoScheduler
 from models.pcie import PcieLink
 from models.polling import PollingContext
 from models.peer import PeerHost
+from models.teaming import Team, TeamedVswitch, TeamSwitch, peer_link
 from models.vnic import VirtualNic, is_direct, make_vnic
 from models.vnic.direct import DIRECT, owned_queues, port_params
 from models.vswitch import Vswitch
@@ -71,10 +74,32 @@ class Model:
     numa_io: NumaIoScheduler | None = None
     prefix: str = ""  # of the host's component names: "" for the host under test
     remote: "Model | None" = None  # topology.kind=remote_host: the partner VMs' host
+    teams: list[Team] = field(default_factory=list)          # per vswitch, with teaming only
+    switches: list[TeamSwitch] = field(default_factory=list)  # per team: the physical switch
 
     def port_of(self, vm: int) -> int:
-        """The NIC port (and vswitch) of VM ``vm`` (``models.topology``)."""
+        """The NIC port of VM ``vm`` (``models.topology``); with teaming, the port of its first
+        flow (every flow's, but with IP-hash teaming: ``port_of_flow``)."""
+        if self.teams:
+            return self.port_of_flow(vm, vm * self.cfg.workload.sessions_per_vm)
         return self.cfg.topology.port_of(vm, self.cfg.workload.vms, len(self.nics))
+
+    def team_of(self, vm: int) -> int:
+        """The vswitch (and peer) of VM ``vm``: its team, or its port without teaming."""
+        return vm % len(self.vswitches) if self.teams else self.port_of(vm)
+
+    def port_of_flow(self, vm: int, flow: int) -> int:
+        """The NIC port flow ``flow`` of VM ``vm`` leaves and arrives on."""
+        if not self.teams:
+            return self.port_of(vm)
+        t = self.team_of(vm)
+        return t * self.cfg.host.teaming.ports_per_team + self.teams[t].member(vm, flow)
+
+    def vswitch_of(self, vm: int) -> Vswitch:
+        return self.vswitches[self.team_of(vm)]
+
+    def peer_of(self, vm: int) -> PeerHost:
+        return self.peers[self.team_of(vm)]
 
     def hosts(self) -> list[Model]:
         """The virtualized hosts: this one, and the remote host if there is one."""
@@ -102,14 +127,14 @@ def build(cfg: Config, replication: int = 0) -> Model:
             _wire_cable(model.nics[a], model.nics[b])
         partners = model.vms[n:]
     else:
-        partners = [model.peers[model.port_of(i)] for i in range(n)]
+        partners = [model.peer_of(i) for i in range(n)]
     mss = _mss(cfg)
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss)}
     seg_max["peer"] = seg_max["vm"] if topo.vm_partner else _seg_max(cfg.nic.tso, cfg, mss)
     model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms[:n], partners,
                                                   mss_bytes=mss, seg_max=seg_max,
                                                   rng=rng("workload"))
-    model.workload.attach_network(lambda i: model.vswitches[model.port_of(i)], stats)
+    model.workload.attach_network(model.vswitch_of, stats)
     return model
 
 
@@ -136,6 +161,8 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
                       rss_salt=int(rng(f"{pre}nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card])
         model.nics.append(nic)
+        if cfg.host.teaming.enabled:
+            continue  # the teams' vswitches and peers follow (``_build_teams``)
         model.vswitches.append(Vswitch(f"{pre}vswitch{p}", cfg.hypervisor.vswitch, nic, stats,
                                        mss_bytes=mss))
         if native_peers:
@@ -143,6 +170,8 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
             peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
             model.peers.append(peer)
             _wire_cable(nic, peer.nic)
+    if cfg.host.teaming.enabled:
+        _build_teams(model, mss, rng)
     for k, i in enumerate(vms):
         (_build_direct_vm if direct else _build_vm)(model, i, plan, rng, slot_vm=k)
     for p, nic in enumerate([] if direct else model.nics):
@@ -150,6 +179,29 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
                    for k in range(cfg.nic.rx_queues)]
         model.contexts.extend(vectors)
         _wire_receive(model, p, vectors)
+
+
+def _build_teams(model: Model, mss: int, rng) -> None:
+    """Teaming: one vswitch per team of ``ports_per_team`` consecutive ports, and behind
+    the team a physical switch with one link to a peer of the team's rate
+    (``models.teaming``). A VM's MAC (for ``mac_hash``) is drawn from its own stream."""
+    cfg, env, stats = model.cfg, model.env, model.stats
+    tp, vxlan = cfg.host.teaming, cfg.hypervisor.vswitch.vxlan
+    k = tp.ports_per_team
+    n_teams = cfg.host.nic_ports // k
+    peer_nic = replace(cfg.nic, link=peer_link(tp, cfg.nic.link))
+    for t in range(n_teams):
+        members = model.nics[t * k:(t + 1) * k]
+        team = Team(tp, [i for i in range(cfg.workload.vms) if i % n_teams == t],
+                    cfg.workload.sessions_per_vm,
+                    lambda vm: int(rng(f"vm{vm}.mac").integers(256)))
+        model.teams.append(team)
+        model.vswitches.append(TeamedVswitch(f"vswitch{t}", cfg.hypervisor.vswitch, members,
+                                             stats, team, tp.uplink_hash, mss_bytes=mss))
+        peer = PeerHost(env, f"peer{t}", cfg.peer, peer_nic, cfg.tcp, stats, rng)
+        peer.vtep = Vtep(vxlan, mss) if vxlan.enabled else None
+        model.peers.append(peer)
+        model.switches.append(TeamSwitch(env, f"switch{t}", tp, members, peer.nic, team, stats))
 
 
 def _seg_max(tso: bool, cfg: Config, mss: int) -> int:
@@ -186,7 +238,7 @@ def _nic_params(cfg: Config):
 def _build_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> None:
     """VM ``i``, its contexts placed where the plan puts VM ``slot_vm``'s."""
     cfg, env = model.cfg, model.env
-    vswitch = model.vswitches[model.port_of(i)]
+    vswitch = model.vswitch_of(i)
     vcpu_names, net_names = vm_context_names(cfg, i)  # nets: one per vNIC TX queue served
     slots = [*vm_context_names(cfg, slot_vm)[0], *vm_context_names(cfg, slot_vm)[1]]
     hv = cfg.hypervisor
@@ -237,6 +289,7 @@ def _build_direct_vm(model: Model, i: int, plan: Plan, rng, slot_vm: int) -> Non
 def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
     """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
     and the NUMA penalty of copying into its memory (``models.hypervisor.HypervisorRx``)."""
-    rx = HypervisorRx(model.cfg.hypervisor, model.vswitches[port])
+    rx = HypervisorRx(model.cfg.hypervisor,
+                      model.vswitches[port // model.cfg.host.teaming.ports_per_team])
     model.hv_rx.append(rx)
     model.nics[port].wire_rx(vectors, rx.cost, rx.deliver, prepare=rx.prepare)

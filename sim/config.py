@@ -35,8 +35,9 @@ from models.nic import NicParams
 from models.pcie import PcieParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
+from models.teaming import TeamingParams
 from models.topology import TopologyParams
-from models.vnic import VnicParams
+from models.vnic import VnicParams, is_direct
 from models.vxlan import inner_mtu_bytes
 from models.workloads import WorkloadParams
 from sim.placement import POLICIES
@@ -163,7 +164,9 @@ class HostParams:
     ``p // ports_per_card``), each card with its own PCIe link, on node ``card_node(c)``.
     ``placement``: pinned | spread | numa_io (``sim.placement``); NUMA I/O applies while a card's
     networking contexts use less than ``numa_io_threshold_pct`` of a core (0 = off), measured
-    every ``numa_io_period_ms``.
+    every ``numa_io_period_ms``. ``teaming``: ports grouped into teams of ``ports_per_team``
+    (ports ``t*k .. t*k+k-1`` are team ``t``), one vswitch each (``models.teaming``); VM ``i``
+    then uses team ``i mod (nic_ports / ports_per_team)``.
     """
 
     name: str = "dl580_g5"
@@ -175,10 +178,14 @@ class HostParams:
     placement: str = "pinned"
     numa_io_threshold_pct: float = 0.0
     numa_io_period_ms: float = 10.0
+    teaming: TeamingParams = field(default_factory=TeamingParams)
 
     def __post_init__(self):
         _check_cores(self.cpu, "cpu.")
         check(1 <= self.nic_ports <= 64, "nic_ports", self.nic_ports, "in 1..64")
+        k = self.teaming.ports_per_team
+        check(self.nic_ports % k == 0, "nic_ports", self.nic_ports,
+              f"a multiple of teaming.ports_per_team={k} (whole teams)")
         check(0 <= self.irq_core < self.cpu.n_cores, "irq_core", self.irq_core,
                  f"in 0..{self.cpu.n_cores - 1} (the host's cores)")
         check(1 <= self.ports_per_card <= 8, "ports_per_card", self.ports_per_card, "in 1..8")
@@ -410,6 +417,7 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(str(exc)) from None
     _check_vxlan_tx_ring(cfg)
     _check_aggregates_fit(cfg)
+    _check_teaming(cfg)
     _check_hypervisor_features(cfg)
     _check_latency_sensitivity(cfg)
 
@@ -449,6 +457,24 @@ def _check_latency_sensitivity(cfg: Config) -> None:
                           f"guest.latency_sensitivity=high and guest.vcpus={cfg.guest.vcpus} "
                           f"(each vCPU needs a core of its own, and one core is left for the "
                           f"networking contexts: {free} cores are free of the NIC's vectors)")
+
+
+def _check_teaming(cfg: Config) -> None:
+    """A team (``models.teaming``) is the uplink of a vswitch towards the native peer: not
+    with multicast, a VM at the other end, or a device that bypasses the vswitch."""
+    k = cfg.host.teaming.ports_per_team
+    if k == 1:
+        return
+    if cfg.workload.kind == "udp_multicast":
+        raise ConfigError(f"host.teaming.ports_per_team={k}: multicast over a team is not "
+                          f"modelled; allowed with workload.kind=udp_multicast: 1")
+    if cfg.topology.kind != "native_peer":
+        raise ConfigError(f"host.teaming.ports_per_team={k}: a team needs "
+                          f"topology.kind=native_peer (topology.kind={cfg.topology.kind}); "
+                          f"allowed otherwise: 1")
+    if is_direct(cfg.vnic.model):
+        raise ConfigError(f"host.teaming.ports_per_team={k}: vnic.model={cfg.vnic.model} "
+                          f"bypasses the vswitch the team serves; allowed with it: 1")
 
 
 def _check_vxlan_tx_ring(cfg: Config) -> None:

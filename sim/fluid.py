@@ -229,6 +229,8 @@ class _Flow:
     ack_queue: str = ""
     data_link: str = ""
     ack_link: str = ""
+    data_links: tuple = ()        # every link the data crosses (teaming: wire, then switch)
+    ack_links: tuple = ()
     frame_wire: int = 0
     ack_wire: int = 0
 
@@ -289,6 +291,9 @@ def describe_network(cfg: Config) -> _Net:
         lp = nic.tx_link.params
         link_rate[nic.tx_link.name] = units.gbps_to_bytes_per_s(lp.line_rate_gbps)
         link_prop[nic.tx_link.name] = units.ns_to_s(lp.propagation_ns)
+    for link in (link for sw in model.switches for link in (sw.to_peer, *sw.to_member)):
+        link_rate[link.name] = units.gbps_to_bytes_per_s(link.params.line_rate_gbps)
+        link_prop[link.name] = units.ns_to_s(link.params.propagation_ns)
     pcie_rate = {}
     for card in model.cards:
         for ch in (card.up, card.down):
@@ -331,10 +336,11 @@ def describe_network(cfg: Config) -> _Net:
             hops = getattr(fp, section)
             link_i = next(i for i, h in enumerate(hops) if h.kind == LINK)
             rx_ring = next((h.name for h in hops[link_i:] if h.kind == RING), "")
+            links = tuple(h.name for h in hops if h.kind == LINK)
             if section == "data":
-                fl.data_link, fl.data_queue = hops[link_i].name, rx_ring
+                fl.data_link, fl.data_queue, fl.data_links = hops[link_i].name, rx_ring, links
             else:
-                fl.ack_link, fl.ack_queue = hops[link_i].name, rx_ring
+                fl.ack_link, fl.ack_queue, fl.ack_links = hops[link_i].name, rx_ring, links
         fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
     _compile(net)
@@ -414,8 +420,10 @@ def _compile(net: _Net) -> None:
                         add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
                     else:                                  # ACK frames received
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
-        add(("link", fl.data_link), i, D, fl.frame_wire)
-        add(("link", fl.ack_link), i, A, fl.ack_wire)
+        for link in fl.data_links:
+            add(("link", link), i, D, fl.frame_wire)
+        for link in fl.ack_links:
+            add(("link", link), i, A, fl.ack_wire)
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
@@ -530,9 +538,11 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     n = len(net.flows)
     t = np.zeros(n)
     for i, fl in enumerate(net.flows):
-        t[i] = (net.link_prop_s[fl.data_link] + net.link_prop_s[fl.ack_link]
-                + math.ceil(fl.seg / fl.mss) * fl.frame_wire / net.link_rate[fl.data_link]
-                + fl.ack_wire / net.link_rate[fl.ack_link]
+        # each link stores and forwards a whole segment (teaming: the wire, then the switch)
+        t[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
+                + sum(math.ceil(fl.seg / fl.mss) * fl.frame_wire / net.link_rate[k]
+                      for k in fl.data_links)
+                + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links)
                 + (timer if fl.seg / fl.mss < co.max_frames else 0.0) + timer)
     if not with_service:
         return t

@@ -11,6 +11,8 @@ The other end is the native peer behind the VM's port or, with a VM-to-VM topolo
 switches the burst into the partner's vNIC (no NIC, no wire). A direct device (passthrough,
 SR-IOV, the bare-metal host: ``models.vnic.direct``) crosses the guest's qdisc and the NIC's
 rings, no backend or vswitch, and its receive pass runs on the vCPU the NIC queue interrupts.
+NIC teaming: a flow's hops are those of the member port it uses, with the physical
+switch's egress link after each wire (``models.teaming``).
 Left out: TCP_RR's piggy-backed ACKs (the ACK path is listed as for bulk transfer).
 """
 from __future__ import annotations
@@ -118,7 +120,7 @@ def _partner(model: Model, v: int):
     """The other end of VM ``v``'s connections."""
     topo, n = model.cfg.topology, model.cfg.workload.vms
     if not topo.vm_partner:
-        return model.peers[model.port_of(v)]
+        return model.peer_of(v)
     return model.remote.vms[v] if topo.kind == "remote_host" else model.vms[n + v]
 
 
@@ -142,7 +144,7 @@ def _is_direct(end) -> bool:
 def _nic_rxq(model: Model, end, f: int, src: int | None = None):
     """The NIC RX queue a VM's traffic of flow ``f`` arrives on."""
     host = _host_of(model, end)
-    nic = host.nics[host.port_of(end.index)]
+    nic = host.nics[host.port_of_flow(end.index, f)]
     probe = _probe(f, end.endpoint, end.endpoint if src is None else src)
     return nic.rx_queues[nic.rx_queue_index(probe)]
 
@@ -188,11 +190,12 @@ def _ack_in(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
 def _out(model: Model, src, dst, f: int) -> list[Hop]:
     """From ``src``'s device to its wire (or, VM to VM on one vswitch, into the partner's
     backend)."""
-    if not _is_vm(src):
-        return [_ring(src.nic.tx_queues[0]), _link(src.nic.tx_link)]
+    if not _is_vm(src):  # a peer: with teaming, the switch's link to the flow's member next
+        return [_ring(src.nic.tx_queues[0]), _link(src.nic.tx_link),
+                *_switch_links(model, dst.index, f, to_peer=False)]
     host = _host_of(model, src)
-    p = host.port_of(src.index)
-    vnic, nic, vswitch = src.vnic, host.nics[p], host.vswitches[p]
+    p = host.port_of_flow(src.index, f)
+    vnic, nic, vswitch = src.vnic, host.nics[p], host.vswitch_of(src.index)
     probe = _probe(f, dst.endpoint, src.endpoint)
     card = host.cards[p // model.cfg.host.ports_per_card]
     if _is_direct(src):
@@ -207,8 +210,20 @@ def _out(model: Model, src, dst, f: int) -> list[Hop]:
     return [_ring(txq.ring),
             _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
                  model.cfg.hypervisor.driver_charges("tx")),
-            _ring(vswitch.pending, "pending TX"), _ring(nic.tx_queue(probe)),
-            _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
+            _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
+            _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link),
+            *_switch_links(model, src.index, f, to_peer=True)]
+
+
+def _switch_links(model: Model, v: int, f: int, to_peer: bool) -> list[Hop]:
+    """NIC teaming: the physical switch's egress link after the wire, towards the peer or
+    towards the member port flow ``f`` of VM ``v`` uses (``models.teaming``); none without."""
+    if not model.switches:
+        return []
+    sw = model.switches[model.team_of(v)]
+    if to_peer:
+        return [_link(sw.to_peer)]
+    return [_link(sw.to_member[sw.members.index(model.nics[model.port_of_flow(v, f)])])]
 
 
 def _into(model: Model, src, dst, f: int) -> list[Hop]:
@@ -218,8 +233,8 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
         return [_rx_ring(dst.nic.rx_queues[dst.nic.rss_queue(f)
                                            if len(dst.nic.rx_queues) > 1 else 0])]
     host = _host_of(model, dst)
-    p = host.port_of(dst.index)
-    vnic, nic, vswitch = dst.vnic, host.nics[p], host.vswitches[p]
+    p = host.port_of_flow(dst.index, f)
+    vnic, nic, vswitch = dst.vnic, host.nics[p], host.vswitch_of(dst.index)
     card = host.cards[p // model.cfg.host.ports_per_card]
     if _is_direct(dst):
         return [_rx_ring(_nic_rxq(model, dst, f, src.endpoint)),
@@ -239,7 +254,7 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
 def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
     """The peer's datagrams into one receiving VM: replicated by the vswitch of its port."""
     vm, p = model.vms[v], model.port_of(v)
-    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitches[p], model.peers[p]
+    vnic, nic, vswitch, peer = vm.vnic, model.nics[p], model.vswitch_of(v), model.peer_of(v)
     card = model.cards[p // model.cfg.host.ports_per_card]
     hv = model.cfg.hypervisor
     stream = model.workload.receivers[v].stream  # what this receiver's group is sent by
@@ -308,4 +323,22 @@ def describe(model: Model, flows: list[int] | None = None) -> str:
     clock = model.cfg.host.cpu.clock_hz
     head = (f"{model.cfg.meta.name}: cycles at {clock / 1e9:g} GHz "
             f"(per pass/call/interrupt, per packet, per payload byte)")
+    head += "".join("\n" + line for line in team_lines(model, paths))
     return "\n\n".join([head, *(sketch(fp) for fp in chosen)]) + note
+
+
+def team_lines(model: Model, paths: list[FlowPath]) -> list[str]:
+    """One line per NIC team: its vswitch, members, policy, switch and which flows use
+    which member (``models.teaming``); none without teaming."""
+    out = []
+    tp = model.cfg.host.teaming
+    for t, sw in enumerate(model.switches):
+        on = {nic.name: [] for nic in sw.members}
+        for fp in paths:
+            if model.team_of(fp.vm) == t:
+                on[model.nics[model.port_of_flow(fp.vm, fp.flow)].name].append(str(fp.flow))
+        flows = "; ".join(f"{n}: {', '.join(fs) or '-'}" for n, fs in on.items())
+        out.append(f"team {model.vswitches[t].name}: {len(sw.members)} ports, policy "
+                   f"{tp.policy}, via {sw.name} ({sw.to_peer.params.line_rate_gbps:g} Gbps to "
+                   f"{model.peers[t].name}); flows by member: {flows}")
+    return out

@@ -47,12 +47,20 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "NumaParams.card_node": "NUMA node the first NIC card hangs off [-]",
     "NumaParams.card_node_stride": "card c is on node (card_node + c x stride) mod sockets [-]",
     "HostParams.irq_core": "core of the first NIC interrupt vector (vector j on irq_core + j) [-]",
-    "HostParams.nic_ports": "NIC ports; VM i uses port i mod nic_ports [-]",
+    "HostParams.nic_ports": "NIC ports; VM i uses port (or team) i mod ports (teams) [-]",
     "HostParams.ports_per_card": "ports per NIC card (one PCIe link each card) [-]",
     "HostParams.placement": "where contexts run: pinned, spread or numa_io [-]",
     "HostParams.numa_io_threshold_pct": "numa_io: move a card's contexts to its node while they "
                                         "use less than this; 0 = off [% of a core]",
     "HostParams.numa_io_period_ms": "numa_io: how often the load is measured [ms]",
+    "TeamingParams.ports_per_team": "NIC teaming: ports per vswitch uplink team (1: no "
+                                    "teaming; docs/teaming.md) [-]",
+    "TeamingParams.policy": "teaming load balancing: port_id, mac_hash or ip_hash [-]",
+    "TeamingParams.peer_link_gbps": "teaming: the physical switch's link to the peer (0: the "
+                                    "team's aggregate) [Gbit/s]",
+    "TeamingParams.switch_buffer_bytes": "teaming: the switch's buffer per egress link [bytes]",
+    "TeamingParams.peer_addresses": "teaming: the peer's IP addresses; session s talks to "
+                                    "address s mod it (ip_hash) [-]",
     "LinkParams.line_rate_gbps": "Ethernet line rate [Gbit/s]",
     "LinkParams.mtu_bytes": "MTU of the physical link (IP packet) [bytes]",
     "LinkParams.propagation_ns": "one-way propagation delay of the cable [ns]",
@@ -202,6 +210,7 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
 COST_DOC = ("A cost KEY.{fixed,per_packet,per_byte}_cycles is three keys: cycles once per call "
             "or batch, per packet, per byte [cycles] (>= 0); its line shows the three defaults.")
 COST_DOCS = {  # Class.field of a CycleCost: the stage it prices
+    "TeamingParams.uplink_hash": "teaming: picking the member of a packet (hash policies)",
     "HypervisorParams.driver_rx": "uplink driver, receive",
     "HypervisorParams.driver_tx": "uplink driver, transmit",
     "HypervisorParams.compat_rx": "linux_compat driver's packet-handle conversion, receive",
