@@ -8,7 +8,8 @@ device delivers; a ``Vm`` is a StackHost whose device is a virtual NIC and whose
 vCPU contexts (connection ``i`` runs on vCPU ``i mod n``; vNIC receive queue ``q`` interrupts
 vCPU ``q mod n``). The peer (``models.peer``) is a StackHost on a native NIC.
 ICMP: an echo request is answered by the kernel in its receive path (``icmp_rx`` in, the reply
-out with ``icmp_tx`` as a task of its own on the context that took the request); a reply goes
+out with ``icmp_tx`` as a task of its own: on a VM on the vCPU of the echo's flow,
+``app_context(flow)``, on the peer on its softirq); a reply goes
 to the pinger of its identifier (``models.workloads.ping``).
 Latency sensitivity (``GuestParams.latency_sensitivity``, vSphere 5.5): the builder and the
 placement apply it (an exclusive core per vCPU, no virtual interrupt coalescing nor LRO into

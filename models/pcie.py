@@ -266,7 +266,8 @@ class RxDma:
         moved_s = self.env.now - start  # DMA time spent on it before now
         if moved_s <= 0:
             return size
-        dma_s = units.transmit_time_s(size, up.rate_gbps)
+        # the upstream bytes its DMA books (TLP headers, descriptor write-backs), not its data
+        dma_s = units.transmit_time_s(self.link.rx_traffic(burst)[0], up.rate_gbps)
         frame = -(-size // burst.frames)
         return int(max(frame, size * (1 - min(1.0, moved_s / max(dma_s, wire_s)))))
 

@@ -9,9 +9,11 @@ server, the same cycles per pass), but between passes it spins instead of sleepi
 - the cycles it spins are reported as the term ``poll_idle`` (``models.costs.POLL_IDLE``): its
   counters' ``cycles`` are the core's clock times its busy time, and the terms still add up;
 - nothing ever has to wake it: a producer needs no kick or doorbell (the virtio driver sees
-  VRING_USED_F_NO_NOTIFY set, ``models.vnic.devices.VirtioNet``) and the NIC raises no
-  interrupt (the builder gives its RX queues a zero coalescing timer: a frame is taken by the
-  next pass, as a PMD's ``rte_eth_rx_burst`` loop takes it).
+  VRING_USED_F_NO_NOTIFY set, ``models.vnic.devices.VirtioNet``), and the NIC's RX queues get
+  a zero coalescing timer (a frame is taken by the next pass, as a PMD's ``rte_eth_rx_burst``
+  loop takes it). Approximation: that pass is still counted as one interrupt per burst (in
+  ``interrupts_per_s``) and pays the driver's per-interrupt cost, as a poll of a PMD loop
+  would pay its per-poll overhead.
 
 Left out: the loop's own period (sub-microsecond: a frame waits at most one empty iteration,
 not modelled), power states, sharing a PMD core with other threads (a core shared with a

@@ -282,6 +282,12 @@ def _check_direct(cfg: Config, max_vfs: int) -> None:
         raise ConfigError(f"topology.kind=same_vswitch: vnic.model={model} bypasses the "
                           f"vswitch (VF to VF through the NIC's own switch is not modelled); "
                           f"allowed: native_peer, cross_vswitch, remote_host")
+    if model == "sriov" and cfg.topology.vm_partner:
+        # A VF's pool is numbered by the VM's index (models.vnic.direct.owned_queues): the
+        # partner VMs n .. 2n-1 would ask for pools the sorter never fills.
+        raise ConfigError(f"topology.kind={cfg.topology.kind}: vnic.model=sriov with a VM at "
+                          f"the other end is not modelled; allowed with sriov: native_peer "
+                          f"(vnic=passthrough works with cross_vswitch and remote_host)")
     ports, vms, topo = cfg.host.nic_ports, cfg.workload.vms, cfg.topology
     on_port = [topo.port_of(i, vms, ports) for i in range(topo.host_vms(vms))]
     per_port = max(on_port.count(p) for p in set(on_port))
@@ -475,6 +481,10 @@ def _check_teaming(cfg: Config) -> None:
     if is_direct(cfg.vnic.model):
         raise ConfigError(f"host.teaming.ports_per_team={k}: vnic.model={cfg.vnic.model} "
                           f"bypasses the vswitch the team serves; allowed with it: 1")
+    if cfg.host.placement == "numa_io":  # the plan homes VM i by port i mod nic_ports
+        raise ConfigError(f"host.placement=numa_io: with a team (host.teaming.ports_per_team="
+                          f"{k}) a VM's card is the member its policy picks, which NUMA I/O "
+                          f"placement does not follow; allowed: pinned, spread")
 
 
 def _check_vxlan_tx_ring(cfg: Config) -> None:

@@ -53,7 +53,7 @@ def _ctx(ctx, *charges: list[Charge], note: str = "") -> Hop:
     flat = tuple(c for group in charges for c in group
                  if c.fixed_cycles or c.per_packet_cycles or c.per_byte_cycles)
     if getattr(ctx, "poll_mode", False):  # models.polling: spins between passes
-        note += ", poll-mode: never halts, core 100% busy (poll_idle), no kicks or interrupts"
+        note += ", poll-mode: never halts, core 100% busy (poll_idle), no kicks"
     return Hop(CONTEXT, ctx.name, f"core {ctx.core.index}, node {ctx.core.node}" + note, flat)
 
 

@@ -196,7 +196,9 @@ def is_direct(model: str) -> bool:
 def port_params(nic: NicParams, model: str, vms: int) -> NicParams:
     """The NIC port as a direct device uses it: unchanged for passthrough (the guest owns its
     queues); for SR-IOV one TX and one RX queue per VM plus the physical function's (pool 0),
-    sorted by destination (VMDq pools: VM ``i`` -> queue ``i + 1``)."""
+    sorted by destination (VMDq pools: VM ``i`` -> RX queue ``i + 1``). Transmit queues are
+    picked as for any port (``NicPort.tx_queue``), so two VFs may share one; the wire is shared
+    anyway."""
     if model != "sriov":
         return nic
     return replace(nic, rx_queues=vms + 1, tx_queues=vms + 1, rx_sort="vmdq")

@@ -138,6 +138,8 @@ def test_bad_team_shapes_are_refused_in_one_line(compose):
         compose(["experiment=team_4x1g_port_id_4vms", "topology.kind=remote_host"])
     with pytest.raises(ConfigError, match="bypasses the vswitch the team serves"):
         compose(["experiment=team_4x1g_port_id_4vms", "vnic=passthrough"])
+    with pytest.raises(ConfigError, match="host.placement=numa_io: with a team"):
+        compose(["experiment=team_4x1g_port_id_4vms", "host.placement=numa_io"])
 
 
 def test_the_switch_drops_what_its_egress_buffer_cannot_hold(run):

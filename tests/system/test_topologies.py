@@ -86,6 +86,7 @@ def test_large_packets_between_local_vnics_that_take_them(run):
     (["topology=same_vswitch", "run.engine=fluid"], "topology.kind=same_vswitch"),
     (["topology=remote_host", "workload=udp_multicast"], "topology.kind=remote_host"),
     (["topology.kind=ring"], "kind"),
+    (["experiment=pt_sriov_tx_4vm", "topology=remote_host"], "vnic.model=sriov with a VM"),
 ])
 def test_bad_topologies_are_refused_in_one_line(compose, overrides, key):
     with pytest.raises(ConfigError, match=key):

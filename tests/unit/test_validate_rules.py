@@ -135,6 +135,18 @@ def test_targets_beyond_the_seeds_are_predicted_sourced_and_never_fitted():
         assert t["checks"]
 
 
+def test_every_run_of_the_targets_beyond_composes_unless_marked_unevaluable():
+    """A check whose run does not compose would be n/a for ever: each one that cannot be run
+    yet says why (``unevaluable``); every other run composes."""
+    from sim.compose import compose_checked
+    path, _ = V.TARGET_SETS["beyond"]
+    runs = {r for t in V.load_targets(path)["targets"] for c in t["checks"]
+            if "unevaluable" not in c for r in V._runs_of(c["of"])}
+    assert runs
+    for r in sorted(runs):
+        compose_checked(str(V.CONFIG_DIR), list(r))  # raises ConfigError naming the key
+
+
 def test_validate_refuses_an_unknown_target_set(capsys):
     assert V.main(["--targets", "nope"]) == 2
     assert "--targets='nope'" in capsys.readouterr().err
