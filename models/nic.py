@@ -161,6 +161,38 @@ class RxQueue:
         return self.cost(taken[0], is_interrupt), taken[1], taken[2]
 
 
+class TxBacklog:
+    """A software queue in front of a port's TX rings: the vswitch's pending-TX queue (one per
+    team member), a guest qdisc. A burst goes straight into its TX ring when nothing waits and
+    the ring has room; otherwise it waits in ``ring`` (a ``Ring`` of packets; full: dropped for
+    the ring's reason); slots the port frees drain it in FIFO order. A burst of more packets
+    than a TX ring holds waits for an empty ring only, and the ring then drops what does not
+    fit (``tx_ring_full``) instead of stalling the port for ever."""
+
+    __slots__ = ("ring", "nic")
+
+    def __init__(self, ring: Ring, nic: "NicPort"):
+        self.ring, self.nic = ring, nic
+        nic.on_tx_space(self.drain)
+
+    def send(self, burst: Burst) -> None:
+        if not len(self.ring) and self._fits(burst):
+            self.nic.send(burst)
+        else:
+            self.ring.offer(burst)
+
+    def _fits(self, burst: Burst) -> bool:
+        ring = self.nic.tx_queue(burst)
+        return ring.free >= min(burst.packets, ring.capacity)
+
+    def drain(self) -> None:
+        ring = self.ring
+        while len(ring) and self._fits(ring.peek()):
+            burst = ring.claim()
+            ring.release_one(burst)
+            self.nic.send(burst)
+
+
 class NicPort:
     """One port of a NIC: its link out, its TX queues, its RX queues.
 

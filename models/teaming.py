@@ -35,7 +35,7 @@ import simpy
 
 from models import costs, units
 from models.base import Burst, CycleCost, Ring, Stats, check, fit
-from models.nic import NicPort
+from models.nic import NicPort, TxBacklog
 from models.vswitch import Vswitch, VswitchParams
 from models.wire import Link, LinkParams
 
@@ -111,11 +111,11 @@ class TeamedVswitch(Vswitch):
                  team: Team, hash_cost: CycleCost, *, mss_bytes: int = 1448):
         super().__init__(name, params, members[0], stats, mss_bytes=mss_bytes)
         self.members, self.team, self.hash_cost = members, team, hash_cost
-        self.pendings = [self.pending] + [
-            Ring(f"{name}.pending_tx{m}", params.pending_tx_limit_packets, stats,
-                 unit="packets", drop_reason="pending_tx_full") for m in range(1, len(members))]
-        for m in range(1, len(members)):
-            members[m].on_tx_space(lambda m=m: self._drain(m))
+        self.backlogs = [self._backlog] + [
+            TxBacklog(Ring(f"{name}.pending_tx{m}", params.pending_tx_limit_packets, stats,
+                           unit="packets", drop_reason="pending_tx_full"), members[m])
+            for m in range(1, len(members))]
+        self.pendings = [b.ring for b in self.backlogs]
 
     def member_of(self, burst: Burst) -> int:
         return self.team.member(burst.src, burst.flow)
@@ -142,23 +142,7 @@ class TeamedVswitch(Vswitch):
         if self.is_local(burst):
             super().transmit(burst, context)
             return
-        m = self.member_of(burst)
-        burst = self.vtep.encap(burst)
-        if not len(self.pendings[m]) and self._fits_on(m, burst):
-            self.members[m].send(burst)
-        else:
-            self.pendings[m].offer(burst)
-
-    def _fits_on(self, m: int, burst: Burst) -> bool:
-        ring = self.members[m].tx_queue(burst)
-        return ring.free >= min(burst.packets, ring.capacity)
-
-    def _drain(self, m: int = 0) -> None:
-        pending, uplink = self.pendings[m], self.members[m]
-        while len(pending) and self._fits_on(m, pending.peek()):
-            burst = pending.claim()
-            pending.release([burst])
-            uplink.send(burst)
+        self.backlogs[self.member_of(burst)].send(self.vtep.encap(burst))
 
 
 class TeamSwitch:

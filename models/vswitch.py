@@ -26,7 +26,7 @@ from typing import Callable
 
 from models import costs
 from models.base import Burst, CycleCost, Ring, Stats, check
-from models.nic import NicPort
+from models.nic import NicPort, TxBacklog
 from models.replication import ReplicationParams, Replicator, is_group
 from models.vxlan import Vtep, VxlanParams
 
@@ -56,7 +56,7 @@ class Vswitch:
         self.ports: dict[int, object] = {}  # port id -> its vNIC (``connect``)
         self.pending = Ring(f"{name}.pending_tx", params.pending_tx_limit_packets, stats,
                             unit="packets", drop_reason="pending_tx_full")
-        uplink.on_tx_space(self._drain)
+        self._backlog = TxBacklog(self.pending, uplink)
 
     def connect(self, port_id: int, vnic) -> None:
         """Port ``port_id`` leads to ``vnic``: an object with ``deliver(batch)`` and
@@ -139,24 +139,7 @@ class Vswitch:
             else:
                 vnic.deliver([burst])
             return
-        burst = self.vtep.encap(burst)
-        if not len(self.pending) and self._fits(burst):
-            self.uplink.send(burst)
-        else:
-            self.pending.offer(burst)
-
-    def _fits(self, burst: Burst) -> bool:
-        """Room for ``burst`` in its NIC TX ring. A burst of more packets than the ring holds
-        (the config check rejects that) waits for an empty ring only, and the ring then drops
-        what does not fit (``tx_ring_full``) instead of stalling the uplink forever."""
-        ring = self.uplink.tx_queue(burst)
-        return ring.free >= min(burst.packets, ring.capacity)
-
-    def _drain(self) -> None:
-        while len(self.pending) and self._fits(self.pending.peek()):
-            burst = self.pending.claim()
-            self.pending.release([burst])
-            self.uplink.send(burst)
+        self._backlog.send(self.vtep.encap(burst))
 
     def receive(self, batch: list[Burst]) -> None:
         """From the uplink: hand each vNIC port its part of the batch, in arrival order."""

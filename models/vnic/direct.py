@@ -33,7 +33,7 @@ import simpy
 from models import costs
 from models.base import Burst, Ring, Stats
 from models.cpu import Context
-from models.nic import NicParams, NicPort
+from models.nic import NicParams, NicPort, TxBacklog
 from models.vnic.base import DEVICES, VnicParams
 
 
@@ -64,7 +64,7 @@ class DirectNic:
         self.bare_metal = bare_metal
         self.qdisc = Ring(f"{name}.qdisc", params.tx_ring_slots, stats, unit="packets",
                           drop_reason="qdisc_full")
-        nic.on_tx_space(self._drain)
+        self._backlog = TxBacklog(self.qdisc, nic)
         self.queues = queues
         for j, k in enumerate(queues):
             q = nic.rx_queues[k]
@@ -133,20 +133,7 @@ class DirectNic:
     def guest_send(self, burst: Burst, vcpu: Context) -> None:
         """Post to the NIC TX ring, or wait in the qdisc while the ring (or the qdisc) is
         non-empty and full."""
-        if not len(self.qdisc) and self._fits(burst):
-            self.nic.send(burst)
-        else:
-            self.qdisc.offer(burst)
-
-    def _fits(self, burst: Burst) -> bool:
-        ring = self.nic.tx_queue(burst)
-        return ring.free >= min(burst.packets, ring.capacity)
-
-    def _drain(self) -> None:
-        while len(self.qdisc) and self._fits(self.qdisc.peek()):
-            burst = self.qdisc.claim()
-            self.qdisc.release_one(burst)
-            self.nic.send(burst)
+        self._backlog.send(burst)
 
     # -- receive ----------------------------------------------------------------------------
     def _rx_cost(self, batch: list[Burst], is_interrupt: bool, vcpu: Context) -> dict:
