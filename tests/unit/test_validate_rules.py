@@ -83,6 +83,13 @@ def test_a_failed_run_is_not_evaluated_rather_than_passed():
     assert outcome(check, {RUN: {"error": "no"}}).ok is None
 
 
+def test_an_unevaluable_check_is_na_with_its_reason_and_never_run():
+    check = {"of": {"metric": "m", "run": list(RUN)}, "value": 1.0,
+             "unevaluable": "no such host yet"}
+    o = outcome(check, {RUN: {"m": [1.0, 1.0]}})  # even with a result at hand
+    assert o.ok is None and o.predicted == "n/a: no such host yet"
+
+
 def test_calibration_residuals_are_relative_and_zero_inside_bounds():
     s = V.Scalar
     assert C.residual({"value": 4.0}, s(4.4, None)) == pytest.approx(0.1)
@@ -150,3 +157,12 @@ def test_every_run_of_the_targets_beyond_composes_unless_marked_unevaluable():
 def test_validate_refuses_an_unknown_target_set(capsys):
     assert V.main(["--targets", "nope"]) == 2
     assert "--targets='nope'" in capsys.readouterr().err
+
+
+def test_a_target_with_a_failing_numpy_bool_check_fails():
+    """Rules may answer with numpy bools; a failing one must fail its target (``is False``
+    alone would let it pass)."""
+    import numpy as np
+    outs = [V.Outcome("T", "a", "", "", "", np.bool_(False), "predicted", "s"),
+            V.Outcome("T", "b", "", "", "", True, "predicted", "s")]
+    assert V.Report(outs, [{"id": "T", "role": "predicted"}], {}).target_ok("T") is False
