@@ -40,7 +40,7 @@ from models.topology import TopologyParams
 from models.vnic import VnicParams, is_direct
 from models.vxlan import inner_mtu_bytes
 from models.workloads import WorkloadParams
-from sim.placement import POLICIES
+from sim.placement import POLICIES, vector_cores
 
 
 class ConfigError(ValueError):
@@ -452,9 +452,7 @@ def _check_latency_sensitivity(cfg: Config) -> None:
         raise ConfigError(f"guest.latency_sensitivity=high: needs host.placement=pinned "
                           f"(got {host.placement}: exclusive cores are placed only in the "
                           f"pinned layout)")
-    vectors = {(host.irq_core + j) % host.cpu.n_cores
-               for j in range(host.nic_ports * cfg.nic.rx_queues)}
-    free = host.cpu.n_cores - len(vectors)
+    free = host.cpu.n_cores - len(vector_cores(cfg))
     per_vm = cfg.topology.host_vms(1) * cfg.guest.vcpus  # a VM's vCPUs (and its partner's)
     need = cfg.workload.vms * per_vm
     if need + 1 > free:

@@ -118,10 +118,23 @@ class Placement:
         return self._node_core(node, k - len(free))
 
 
+def vector_queues(cfg) -> int:
+    """RX queues per port that have a vector context of their own: none for a direct device,
+    whose NIC queues interrupt the guest's vCPUs (``models.vnic.direct``)."""
+    return 0 if is_direct(cfg.vnic.model) else cfg.nic.rx_queues
+
+
+def vector_cores(cfg) -> set[int]:
+    """The cores the pinned layout keeps for the vectors: vector ``j`` on ``irq_core + j``."""
+    host = cfg.host
+    return {(host.irq_core + j) % host.cpu.n_cores
+            for j in range(host.nic_ports * vector_queues(cfg))}
+
+
 def make_placement(cfg) -> Placement:
     host = cfg.host
     return Placement(host.placement, host.cpu.sockets, host.cpu.cores_per_socket, host.irq_core,
-                     host.nic_ports, cfg.nic.rx_queues, host.ports_per_card, host.card_node,
+                     host.nic_ports, vector_queues(cfg), host.ports_per_card, host.card_node,
                      numa_active=host.numa_io_threshold_pct > 0,
                      exclusive=cfg.topology.host_vms(cfg.workload.vms) * cfg.guest.vcpus
                      if cfg.guest.latency_sensitive else 0)
