@@ -130,7 +130,43 @@ class _RxQueue:
         return self.poller.busy
 
 
-class VirtualNic:
+class GuestDevice:
+    """What every device a guest drives shares (a ``VirtualNic``, a passed-through NIC or VF):
+    its guest-side receive hooks, its counters and its TSO flag. Subclasses set ``params`` and
+    call ``_init_guest_side`` in their constructor."""
+
+    params: VnicParams
+
+    def _init_guest_side(self) -> None:
+        self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms
+        self.guest_rx_deliver: Callable[[list[Burst]], object] = lambda batch: None
+        self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
+        self.exits = 0.0
+        self.virtual_interrupts = 0
+        self.halt_wakeups = 0  # virtual interrupts that found their vCPU halted
+        self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
+
+    def attach_guest(self, rx_terms: Callable[[list[Burst]], dict],
+                     deliver: Callable[[list[Burst]], None], lro: bool) -> None:
+        """The guest's side of the receive path: its stack's cost of a delivered batch (by
+        term), where the batch goes after that, and whether its driver accepts LRO
+        aggregates."""
+        self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative: register accesses that left the guest, virtual interrupts (and those
+        that found the vCPU halted), and what entered the guest (frames; packets: an LRO
+        aggregate counts one)."""
+        return {"exits": self.exits, "virtual_interrupts": self.virtual_interrupts,
+                "halt_wakeups": self.halt_wakeups,
+                "rx_frames": self.rx_frames, "rx_packets": self.rx_packets}
+
+    @property
+    def tso(self) -> bool:
+        return self.params.tso
+
+
+class VirtualNic(GuestDevice):
     """Queues, batching and counters shared by every virtual device.
 
     Class attributes say what the device can do; subclasses set them and may override the
@@ -177,34 +213,9 @@ class VirtualNic:
             q.coalescer = Coalescer(env, CoalescingParams(timer_us=params.rx_interrupt_delay_us,
                                                           max_frames=1 << 30),
                                     lambda q=q: self._interrupt(q))
-        self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms
-        self.guest_rx_deliver: Callable[[list[Burst]], object] = lambda batch: None
-        self.guest_lro = False  # set by the VM: its driver accepts LRO aggregates
-        self.exits = 0.0
-        self.virtual_interrupts = 0
-        self.halt_wakeups = 0  # virtual interrupts that found their vCPU halted
-        self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
-
-    def attach_guest(self, rx_terms: Callable[[list[Burst]], dict],
-                     deliver: Callable[[list[Burst]], None], lro: bool) -> None:
-        """The guest's side of the receive path: its stack's cost of a delivered batch (by
-        term), where the batch goes after that, and whether its driver accepts LRO
-        aggregates."""
-        self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
-
-    def counters(self) -> dict[str, float]:
-        """Cumulative: register accesses that left the guest, virtual interrupts (and those
-        that found the vCPU halted), and what entered the guest (frames; packets: an LRO
-        aggregate counts one)."""
-        return {"exits": self.exits, "virtual_interrupts": self.virtual_interrupts,
-                "halt_wakeups": self.halt_wakeups,
-                "rx_frames": self.rx_frames, "rx_packets": self.rx_packets}
+        self._init_guest_side()
 
     # -- capabilities -----------------------------------------------------------------------
-    @property
-    def tso(self) -> bool:
-        return self.params.tso
-
     @property
     def memory_home(self):
         """The NUMA node of the guest memory the backend copies received packets into (the

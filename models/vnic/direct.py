@@ -34,10 +34,10 @@ from models import costs
 from models.base import Burst, Ring, Stats
 from models.cpu import Context
 from models.nic import NicParams, NicPort, TxBacklog
-from models.vnic.base import DEVICES, VnicParams
+from models.vnic.base import DEVICES, GuestDevice, VnicParams
 
 
-class DirectNic:
+class DirectNic(GuestDevice):
     """A NIC (or VF) whose driver runs in the guest: the interface of ``VirtualNic`` that the
     VM, the recorder and the declared path use, without backends or vNIC rings."""
 
@@ -72,27 +72,9 @@ class DirectNic:
             q.context, q.prepare = vcpu, None
             q.cost = lambda batch, irq, vcpu=vcpu: self._rx_cost(batch, irq, vcpu)
             q.deliver = self._rx_deliver
-        self.guest_rx_cost = lambda batch: {}
-        self.guest_rx_deliver = lambda batch: None
-        self.guest_lro = False
-        self.exits = 0.0
-        self.virtual_interrupts = 0
-        self.halt_wakeups = 0
-        self.rx_frames = self.rx_packets = 0
+        self._init_guest_side()
 
     # -- what the VM and the recorder use (as ``VirtualNic``) ------------------------------
-    def attach_guest(self, rx_terms, deliver, lro: bool) -> None:
-        self.guest_rx_cost, self.guest_rx_deliver, self.guest_lro = rx_terms, deliver, lro
-
-    def counters(self) -> dict[str, float]:
-        return {"exits": self.exits, "virtual_interrupts": self.virtual_interrupts,
-                "halt_wakeups": self.halt_wakeups,
-                "rx_frames": self.rx_frames, "rx_packets": self.rx_packets}
-
-    @property
-    def tso(self) -> bool:
-        return self.params.tso
-
     @property
     def takes_aggregates(self) -> bool:
         """No software LRO on this path (the hypervisor never sees the packets)."""
