@@ -13,7 +13,6 @@ from models import units
 from sim.builder import build
 from sim.compose import check_overrides
 from sim.config import ConfigError
-from sim.metrics import measure, snapshot
 from tests.conftest import CONFIG_DIR
 
 W = ["run.warmup_s=0.01", "run.measure_s=0.02", "run.replications=1"]
@@ -24,7 +23,7 @@ LIGHT = ["workload.sessions_per_vm=1", "workload.socket_bytes=8192"]  # interrup
 
 
 @pytest.fixture(scope="module")
-def run(compose):
+def run(compose, run_one):
     """run(overrides) -> (model, summary, tables), one short replication (each distinct run
     once per module: the fluid test reuses the DES runs of the others)."""
     done = {}
@@ -32,13 +31,7 @@ def run(compose):
     def _run(overrides):
         if tuple(overrides) in done:
             return done[tuple(overrides)]
-        cfg = compose([*W, *overrides], short=False)
-        model = build(cfg)
-        model.env.run(until=cfg.run.warmup_s)
-        s0 = snapshot(model)
-        model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-        summary, tables = measure(model, s0, snapshot(model), cfg.run.measure_s, 0)
-        done[tuple(overrides)] = model, summary, tables
+        done[tuple(overrides)] = run_one(compose([*W, *overrides], short=False))
         return done[tuple(overrides)]
     return _run
 

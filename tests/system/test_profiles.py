@@ -15,23 +15,15 @@ from __future__ import annotations
 import pytest
 
 from models.vnic.devices import VirtioNet
-from sim.builder import build
-from sim.metrics import measure, snapshot
 
 W = ["run.warmup_s=0.005", "run.measure_s=0.01", "run.replications=1"]
 
 
 @pytest.fixture(scope="module")
-def run(compose):
+def run(compose, run_one):
     """run(overrides) -> (model, summary, tables) of one short replication."""
     def _run(overrides):
-        cfg = compose([*W, *overrides], short=False)
-        model = build(cfg)
-        model.env.run(until=cfg.run.warmup_s)
-        s0 = snapshot(model)
-        model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-        summary, tables = measure(model, s0, snapshot(model), cfg.run.measure_s, 0)
-        return model, summary, tables
+        return run_one(compose([*W, *overrides], short=False))
     return _run
 
 

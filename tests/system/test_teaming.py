@@ -13,7 +13,6 @@ from models import costs
 from models.teaming import PEER_OCTET_BASE, VM_OCTET_BASE
 from sim.builder import build
 from sim.config import ConfigError
-from sim.metrics import measure, snapshot
 
 W = ["run.warmup_s=0.01", "run.measure_s=0.03", "run.replications=1"]
 MEMBERS = ["nic0", "nic1", "nic2", "nic3"]
@@ -23,16 +22,10 @@ ONE_MEMBER_GOODPUT_GBPS = LINE_GBPS * 1448 / 1538
 
 
 @pytest.fixture(scope="module")
-def run(compose):
+def run(compose, run_one):
     """run(experiment, *overrides) -> (model, summary, tables)."""
     def _run(experiment, *overrides):
-        cfg = compose([f"experiment={experiment}", *W, *overrides], short=False)
-        model = build(cfg)
-        model.env.run(until=cfg.run.warmup_s)
-        s0 = snapshot(model)
-        model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-        summary, tables = measure(model, s0, snapshot(model), cfg.run.measure_s, 0)
-        return model, summary, tables
+        return run_one(compose([f"experiment={experiment}", *W, *overrides], short=False))
     return _run
 
 
