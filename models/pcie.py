@@ -235,22 +235,28 @@ class RxDma:
         self._inflight[queue] = inflight + burst.frames
         env, link = self.env, self.link
         now = env.now
+        up, down, wire_s, last_frame_s = self._shape(burst)
+        _, end = link.up.book(up, now - wire_s)  # arriving since: its DMA may have started
+        link.down.book(down)
+        done = max(end, now + last_frame_s)
+        Timeout(env, done - now, (burst, queue, size)).callbacks.append(self._done)
+
+    def _shape(self, burst: Burst) -> tuple:
+        """(upstream bytes, downstream bytes, wire time, the last frame's DMA time) of a burst
+        of this shape, computed once per shape (bursts repeat shapes)."""
         key = (burst.payload_bytes, burst.frames, burst.header_bytes, burst.frame_payload_bytes)
         shape = self._shapes.get(key)
-        if shape is None:  # the arithmetic of a burst of this shape (bursts repeat shapes)
+        if shape is None:
             if len(self._shapes) > 4096:
                 self._shapes.clear()
+            link = self.link
             shape = self._shapes[key] = (
                 *link.rx_traffic(burst),
                 units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps),
                 units.transmit_time_s(link.tlp(units.frame_l2_bytes(
                     burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes))),
                     link.up.rate_gbps))
-        up, down, wire_s, last_frame_s = shape
-        _, end = link.up.book(up, now - wire_s)  # arriving since: its DMA may have started
-        link.down.book(down)
-        done = max(end, now + last_frame_s)
-        Timeout(env, done - now, (burst, queue, size)).callbacks.append(self._done)
+        return shape
 
     def _resident(self, burst: Burst) -> int:
         """The FIFO bytes ``burst`` holds when its last frame has arrived. Its frames came in
@@ -261,13 +267,13 @@ class RxDma:
         if burst.frames <= 1:
             return size
         up = self.link.up
-        wire_s = units.transmit_time_s(burst.wire_bytes, self.line_rate_gbps)
+        up_bytes, _, wire_s, _ = self._shape(burst)
         start = max(up.free_at_s, self.env.now - wire_s)
         moved_s = self.env.now - start  # DMA time spent on it before now
         if moved_s <= 0:
             return size
         # the upstream bytes its DMA books (TLP headers, descriptor write-backs), not its data
-        dma_s = units.transmit_time_s(self.link.rx_traffic(burst)[0], up.rate_gbps)
+        dma_s = units.transmit_time_s(up_bytes, up.rate_gbps)
         frame = -(-size // burst.frames)
         return int(max(frame, size * (1 - min(1.0, moved_s / max(dma_s, wire_s)))))
 
