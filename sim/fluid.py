@@ -268,15 +268,18 @@ class _Net:
     crossings: np.ndarray = None
 
 
-def _core_key(core, host: bool) -> str:
-    return f"{'host' if host else 'peer'}:{id(core)}:{core.index}"
+def _core_key(core, who: str) -> str:
+    """A core's key: ``who`` (host: the host under test; remote: the partner VMs' host;
+    peer: a native client), then the core."""
+    return f"{who}:{id(core)}:{core.index}"
 
 
 def describe_network(cfg: Config) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
-    if cfg.topology.vm_partner:  # refused at config time for run.engine=fluid; compare --all gets here
-        raise ValueError(f"fluid engine: topology.kind={cfg.topology.kind} (a VM at the other "
-                         f"end) is not modelled; allowed: native_peer")
+    if cfg.topology.kind == "same_vswitch":  # refused at config time for run.engine=fluid
+        raise ValueError("fluid engine: topology.kind=same_vswitch (VM to VM with no NIC "
+                         "queue between them) is not modelled; allowed: native_peer, "
+                         "cross_vswitch, remote_host")
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
@@ -287,7 +290,7 @@ def describe_network(cfg: Config) -> _Net:
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     link_rate, link_prop = {}, {}
-    for nic in [*model.nics, *(p.nic for p in model.peers)]:
+    for nic in [*(n for h in model.hosts() for n in h.nics), *(p.nic for p in model.peers)]:
         lp = nic.tx_link.params
         link_rate[nic.tx_link.name] = units.gbps_to_bytes_per_s(lp.line_rate_gbps)
         link_prop[nic.tx_link.name] = units.ns_to_s(lp.propagation_ns)
@@ -295,7 +298,7 @@ def describe_network(cfg: Config) -> _Net:
         link_rate[link.name] = units.gbps_to_bytes_per_s(link.params.line_rate_gbps)
         link_prop[link.name] = units.ns_to_s(link.params.propagation_ns)
     pcie_rate = {}
-    for card in model.cards:
+    for card in (c for h in model.hosts() for c in h.cards):
         for ch in (card.up, card.down):
             pcie_rate[ch.name] = units.gbps_to_bytes_per_s(ch.rate_gbps)
     net = _Net(cfg, model, [], ctx_core, ctx_host, core_clock, core_host, link_rate, link_prop,
@@ -304,21 +307,28 @@ def describe_network(cfg: Config) -> _Net:
     mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
                           cfg.tcp.timestamps)
     vxlan = cfg.hypervisor.vswitch.vxlan.enabled
-    scales = cfg.guest.stack.window_scaling and cfg.peer.stack.window_scaling
+    vm_other = cfg.topology.vm_partner  # the other end is a VM (cross_vswitch, remote_host)
+    other_stack = cfg.guest.stack if vm_other else cfg.peer.stack
+    scales = cfg.guest.stack.window_scaling and other_stack.window_scaling
     window = cfg.workload.socket_bytes if scales else min(
         cfg.workload.socket_bytes, units.TCP_MAX_UNSCALED_WINDOW_BYTES)
     wire = units.vxlan_frame_wire_bytes if vxlan else units.frame_wire_bytes
     for fp in paths:
         vnic = model.vnics[fp.vm]
-        if fp.direction == "tx":   # the peer receives: its LRO, no software LRO
+        sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
+                  if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
+        if fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
+            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+            hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
+            sw = sw_lro
+        elif fp.direction == "tx":   # the peer receives: its LRO, no software LRO
             seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
             hw = cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1
             sw = 1
         else:
-            seg = _seg_max(cfg.nic.tso, cfg, mss)
+            seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
             hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
-            sw = (cfg.hypervisor.software_lro_max_bytes // mss
-                  if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
+            sw = sw_lro
         # A window travels as ceil(window / seg_max) equal segments: the receiver's window
         # reopens only when its application has read (the window update), so the sender gets
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
@@ -326,7 +336,7 @@ def describe_network(cfg: Config) -> _Net:
         b = math.ceil(seg / mss)                   # frames per segment
         nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
         sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
-        stack_pk = sw_pk if fp.direction == "rx" else nic_pk
+        stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
         f = (b / seg) / stack_pk
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
@@ -352,10 +362,10 @@ def _compile(net: _Net) -> None:
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
     ek, ef, eq, ec, es, eh, ep = [], [], [], [], [], [], []
-    vcpus = {c.name for vm in net.model.vms for c in vm.vcpus}
+    vms = [vm for h in net.model.hosts() for vm in h.vms]
+    vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
-    direct = {c.name for vm in net.model.vms if getattr(vm.vnic, "direct", False)
-              for c in vm.vcpus}
+    direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False):
         if coef:
@@ -371,7 +381,9 @@ def _compile(net: _Net) -> None:
         return n_bytes + math.ceil(n_bytes / mps) * ovh
 
     for i, fl in enumerate(net.flows):
-        host_rx = fl.path.direction == "rx"
+        # a VM takes the data in (the host under test's, or a partner VM): its stack sees
+        # packets after software LRO
+        vm_rx = fl.path.direction == "rx" or net.cfg.topology.vm_partner
         for s_i, section in enumerate(("data", "acks")):
             side = "send"
             for hop in getattr(fl.path, section):
@@ -380,7 +392,7 @@ def _compile(net: _Net) -> None:
                 elif hop.kind == CONTEXT:
                     table = dict(_RATES[(section, side)])
                     if (section, side) == ("data", "recv"):
-                        table["packet"] = SW_PK if host_rx else NIC_PK
+                        table["packet"] = SW_PK if vm_rx else NIC_PK
                     if (section, side) == ("acks", "recv") and hop.name in vcpus:
                         table["virtual interrupt"] = table["pass"] = VIA
                     # One task per pass (the quantity that pays the hop's first fixed cost).
@@ -407,7 +419,7 @@ def _compile(net: _Net) -> None:
                 elif hop.kind == PCIE:
                     ch = hop.name
                     up = ch.endswith(".up")
-                    if section == "data" and host_rx:      # RX frames + write-backs up
+                    if section == "data" and side == "recv":  # RX frames + write-backs up
                         add(("pcie", ch), i, D,
                             tlp(fl.frame_wire - units.ETH_FRAMING_BYTES + 4) + desc + ovh)
                     elif section == "data":                # TSO segments fetched, doorbells
@@ -415,7 +427,7 @@ def _compile(net: _Net) -> None:
                         add(("pcie", ch), i, S, tlp(seg_l2) + desc + ovh + p.doorbell_bytes + ovh)
                         add(("pcie", ch.replace(".down", ".up") if not up else ch), i, S,
                             math.ceil(seg_l2 / mrr) * ovh)
-                    elif host_rx:                          # ACKs sent: fetched, doorbell
+                    elif side == "send":                   # ACKs sent: fetched, doorbell
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
                         add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
                     else:                                  # ACK frames received
@@ -630,7 +642,7 @@ def _problem(net: _Net) -> tuple[_Problem, dict]:
     core_name = {}
     for core, ks in by_core.items():
         ctxs = sorted({net.keys[k][0] for k in ks})
-        name = f"core {'host' if net.core_host[core] else 'peer'} {core.split(':')[-1]} " \
+        name = f"core {core.split(':')[0]} {core.split(':')[-1]} " \
                f"({', '.join(ctxs)})"
         core_name[core] = name
         names.append(name), caps.append(net.core_clock[core]), groups.append(ks)
@@ -944,14 +956,15 @@ def _mc_network(cfg: Config) -> _McNet:
 def _placement(model: Model):
     """Context -> core key, host or peer; core key -> clock, host or peer."""
     ctx_core, ctx_host, core_clock, core_host = {}, {}, {}, {}
-    for core in model.cpu.cores:
-        k = _core_key(core, True)
-        core_clock[k], core_host[k] = core.params.clock_hz, True
-    for ctx in model.contexts:
-        ctx_core[ctx.name], ctx_host[ctx.name] = _core_key(ctx.core, True), True
+    for h, who in zip(model.hosts(), ("host", "remote")):
+        for core in h.cpu.cores:
+            k = _core_key(core, who)
+            core_clock[k], core_host[k] = core.params.clock_hz, who == "host"
+        for ctx in h.contexts:
+            ctx_core[ctx.name], ctx_host[ctx.name] = _core_key(ctx.core, who), who == "host"
     for peer in model.peers:
         for ctx in peer.contexts():
-            k = _core_key(ctx.core, False)
+            k = _core_key(ctx.core, "peer")
             ctx_core[ctx.name], ctx_host[ctx.name] = k, False
             core_clock[k], core_host[k] = ctx.core.params.clock_hz, False
     return ctx_core, ctx_host, core_clock, core_host
@@ -1056,11 +1069,12 @@ class _CpuView:
 def _cpu_view(net, tasks: list) -> _CpuView:
     model = net.model
     cores = {}
-    for core in model.cpu.cores:
-        cores[_core_key(core, True)] = core
+    for h, who in zip(model.hosts(), ("host", "remote")):
+        for core in h.cpu.cores:
+            cores[_core_key(core, who)] = core
     for peer in model.peers:
         for ctx in peer.contexts():
-            cores[_core_key(ctx.core, False)] = ctx.core
+            cores[_core_key(ctx.core, "peer")] = ctx.core
     core_names = list(cores)
     ci = {c: i for i, c in enumerate(core_names)}
     names = sorted({k[0] for k in net.keys if k[0] in net.ctx_core})
@@ -1246,7 +1260,7 @@ def _solve_multicast(cfg: Config):
             by_core.setdefault(net.ctx_core[key[0]], []).append(k)
     for core, ks in by_core.items():
         ctxs = sorted({net.keys[k][0] for k in ks})
-        names.append(f"core {'host' if net.core_host[core] else 'peer'} "
+        names.append(f"core {core.split(':')[0]} "
                      f"{core.split(':')[-1]} ({', '.join(ctxs)})")
         caps.append(net.core_clock[core]), groups.append(ks)
     m = len(names)

@@ -81,6 +81,21 @@ def test_large_packets_between_local_vnics_that_take_them(run):
     assert v2["rx_frames_per_s"] == pytest.approx(v2["rx_packets_per_s"], rel=0.01)
 
 
+@pytest.mark.parametrize("experiment", ["v2v_remote_host", "v2v_cross_vswitch"])
+def test_the_fluid_engine_agrees_across_hosts_and_vswitches(run, experiment):
+    """VM to VM through a wire (two hosts, or two vswitches of one host): the fluid engine
+    reads the same paths, the partner VM's receive side priced as a VM's (software LRO, its
+    vCPU's virtual interrupts): goodput and host CPU within 5% of the DES."""
+    from sim import fluid
+    from sim.compose import compose_checked
+    from tests.conftest import CONFIG_DIR
+    cfg = compose_checked(CONFIG_DIR, [f"experiment={experiment}", *W])
+    _, des, _ = run([f"experiment={experiment}"])
+    fl = fluid.solve(cfg).summary
+    for key in ("goodput_gbps", "host_cpu_util_pct"):
+        assert fl[key] == pytest.approx(des[key], rel=0.05), key
+
+
 @pytest.mark.parametrize("overrides, key", [
     (["topology=cross_vswitch"], "host.nic_ports=1"),
     (["topology=same_vswitch", "run.engine=fluid"], "topology.kind=same_vswitch"),
