@@ -2,7 +2,8 @@
 declared data path.
 
 ``workload.kind=tcp_stream`` (direction tx or rx, any number of VMs, sessions and NIC ports;
-``http`` read as bulk streams) and ``udp_multicast`` (streams against replication capacity,
+``http`` read as bulk streams; the other end a native peer, or a partner VM across two
+vswitches or two hosts: ``topology``) and ``udp_multicast`` (streams against replication capacity,
 the excess lost; ``_solve_multicast``). It builds the model (``sim.builder.build``, cheap;
 nothing runs), reads every flow's path (``sim.path.flow_paths``: contexts with their ``Charge``
 terms, rings, PCIe directions, links) and the same parameters, and finds the steady state by
