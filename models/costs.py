@@ -30,6 +30,7 @@ HALT_WAKEUP = "halt_wakeup"      # an interrupt finding the vCPU halted: wake it
 BACKEND_TX = "backend_tx"        # vNIC backend (device emulation / paravirtual rings)
 BACKEND_RX = "backend_rx"        # copying into a guest and posting its virtual interrupt
 VSWITCH = "vswitch"
+SW_SORT = "sw_sort"              # classifying frames by destination a NIC queue did not sort
 VXLAN = "vxlan"                  # encapsulation, decapsulation, software segmentation
 REPLICATION = "replication"      # multicast copies or splitRxMode hand-offs
 TEAMING = "teaming"              # picking a team member per packet (hash policies)
@@ -49,7 +50,7 @@ ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, 
        STACK_ICMP_RX, STACK_ICMP_TX, GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP,
        BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX,
        COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED,
-       TEAMING)
+       TEAMING, SW_SORT)
 
 Terms = dict  # term name -> cycles
 

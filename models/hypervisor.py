@@ -164,8 +164,11 @@ class HypervisorRx:
     ``RxPass`` ``prepare`` made.
     """
 
-    def __init__(self, params: HypervisorParams, vswitch: Vswitch):
-        self.params, self.vswitch = params, vswitch
+    def __init__(self, params: HypervisorParams, vswitch: Vswitch, nic=None):
+        """``nic``: the port whose queues this handles (``models.nic.NicPort``); it tells which
+        queues the host must sort in software (``sw_sort``; None: none)."""
+        self.params, self.vswitch, self.nic = params, vswitch, nic
+        self._sorts: dict[int, bool] = {}  # id(handler context) -> its queue is sorted here
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
 
@@ -177,6 +180,20 @@ class HypervisorRx:
     def _takes_aggregates(self, dst: int) -> bool:
         vnic = self._vnic(dst)
         return vnic is not None and vnic.takes_aggregates
+
+    def sorts(self, context) -> bool:
+        """Whether the queue ``context`` handles is one the NIC did not dedicate to one vNIC
+        port, so that its frames are classified in software (decided when first asked: every
+        port is connected by then)."""
+        key = id(context)
+        v = self._sorts.get(key)
+        if v is None:
+            nic = self.nic
+            shared = nic.shared_queues(self.vswitch.ports) if nic is not None else set()
+            v = self._sorts[key] = any(q.context is context for k, q in
+                                       enumerate(nic.rx_queues) if k in shared) \
+                if shared else False
+        return v
 
     def prepare(self, batch: list[Burst], context) -> RxPass:
         """Software LRO of one poll's batch (where the hypervisor has it)."""
@@ -200,8 +217,10 @@ class HypervisorRx:
         terms = self.params.rx_driver_terms(nic_packets, n_bytes, int(is_interrupt))
         packets = sum(b.packets for b in rx.switched)
         costs.add(terms, costs.VSWITCH, self.vswitch.cycles(packets, n_bytes))
-        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
         ctx = rx.context
+        if ctx is not None and self.sorts(ctx):  # a queue the NIC did not sort by VM
+            costs.add(terms, costs.SW_SORT, self.vswitch.sort_cycles(packets, n_bytes))
+        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
         switched = sums_by_dst(rx.switched)
         for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)

@@ -92,6 +92,12 @@ class NicParams:
 RxCost = Callable[[list[Burst], bool], dict]  # (batch, is_interrupt) -> {term: cycles}
 
 
+def _vmdq_queue(dst: int, n: int) -> int:
+    """VMDq's layer-2 sorter: endpoint ``dst`` gets queue ``dst + 1`` while queues last; the
+    others share the default queue 0."""
+    return dst + 1 if 0 <= dst < n - 1 else 0
+
+
 class RxQueue:
     """One receive queue: ring, coalescer, and the handler its MSI-X vector runs.
 
@@ -349,8 +355,25 @@ class NicPort:
         if n == 1 or sort == "single":
             return 0
         if sort == "vmdq":
-            return burst.dst + 1 if 0 <= burst.dst < n - 1 else 0
+            return _vmdq_queue(burst.dst, n)
         return self.rss_queue(burst.flow)
+
+    def shared_queues(self, dsts) -> set[int]:
+        """The RX queues whose frames can be for more than one of the endpoints ``dsts`` (the
+        vNIC ports behind this port): those the sorter did not dedicate to one destination,
+        where the host must classify frames in software. RSS hashes every endpoint's flows
+        over all queues."""
+        dsts = list(dsts)
+        n, sort = len(self.rx_queues), self.params.rx_sort
+        if len(dsts) < 2:
+            return set()
+        if n == 1 or sort == "single" or sort == "rss":
+            return set(range(n))
+        seen: dict[int, int] = {}
+        for d in dsts:
+            k = _vmdq_queue(d, n)
+            seen[k] = seen.get(k, 0) + 1
+        return {k for k, c in seen.items() if c > 1}
 
     def rss_queue(self, flow: int) -> int:
         """The RX queue RSS hashes ``flow`` to (a salted CRC of the flow, computed once)."""

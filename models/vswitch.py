@@ -7,6 +7,11 @@ Transmit to the uplink goes straight into the NIC TX ring when it has room; othe
 pending-TX queue of ``pending_tx_limit_packets`` (200 in ESX by default, 500 in 000's multi-VM
 runs); a packet that finds that queue full is dropped (reason ``pending_tx_full``). Freed NIC
 slots drain the pending queue in FIFO order.
+Software sort (``sort``, term ``sw_sort``): frames that come in on an RX queue the NIC did not
+dedicate to one vNIC port (the one queue without NetQueue, VMDq's default queue, any RSS queue of
+a switch with several ports) are classified by destination MAC in software, per packet, on the
+handler's core; a VMDq queue's frames all go to the port its filter names, and skip it (004:
+"the hypervisor's virtual switch merely reroutes the packets"). ``HypervisorRx`` decides.
 Multicast: bursts addressed to a group (``models.replication``) are copied to every member
 port, in the receiving context or split across the members' contexts (``multicast``).
 VXLAN: with ``vxlan.enabled`` the uplink side is a tunnel endpoint (``models.vxlan``): bursts
@@ -34,6 +39,8 @@ from models.vxlan import Vtep, VxlanParams
 @dataclass(frozen=True)
 class VswitchParams:
     cost: CycleCost = field(default_factory=lambda: CycleCost(0.0, 600.0, 0.0))
+    # Classifying a frame by destination when its RX queue did not (see the module docstring).
+    sort: CycleCost = field(default_factory=lambda: CycleCost(0.0, 350.0, 0.0))
     pending_tx_limit_packets: int = 200
     multicast: ReplicationParams = field(default_factory=ReplicationParams)
     vxlan: VxlanParams = field(default_factory=VxlanParams)
@@ -75,11 +82,19 @@ class Vswitch:
         """Switching cost of ``packets`` packets of ``n_bytes`` in all (one invocation)."""
         return self.params.cost.cycles(packets, n_bytes)
 
-    def charges(self, direction: str, uplink: bool = True) -> list[costs.Charge]:
+    def sort_cycles(self, packets: int, n_bytes: int) -> float:
+        """Software sort of ``packets`` packets a NIC queue did not sort (one invocation)."""
+        return self.params.sort.cycles(packets, n_bytes)
+
+    def charges(self, direction: str, uplink: bool = True,
+                sort: bool = False) -> list[costs.Charge]:
         """Switching and (with VXLAN) tunnel work on ``direction`` 'tx' (to the uplink) or
         'rx' (from it), as ``tx_terms`` / ``rx_extra_terms`` price them (``sim.path``);
-        ``uplink=False``: between two local ports (switching only)."""
+        ``uplink=False``: between two local ports (switching only); ``sort``: received on a
+        queue the NIC did not dedicate to one port (``sw_sort``)."""
         out = [costs.Charge.of(costs.VSWITCH, self.params.cost)]
+        if sort:
+            out.append(costs.Charge.of(costs.SW_SORT, self.params.sort))
         vx = self.params.vxlan
         if vx.enabled and uplink:
             if direction == "tx":

@@ -290,6 +290,7 @@ def _wire_receive(model: Model, port: int, vectors: list[Context]) -> None:
     """Each RX vector pays driver (+ software LRO) + vswitch + each destination vNIC's backend
     and the NUMA penalty of copying into its memory (``models.hypervisor.HypervisorRx``)."""
     rx = HypervisorRx(model.cfg.hypervisor,
-                      model.vswitches[port // model.cfg.host.teaming.ports_per_team])
+                      model.vswitches[port // model.cfg.host.teaming.ports_per_team],
+                      model.nics[port])
     model.hv_rx.append(rx)
     model.nics[port].wire_rx(vectors, rx.cost, rx.deliver, prepare=rx.prepare)

@@ -896,7 +896,8 @@ _MC_RATES = {"send() call": MDG, "segment": MDG, "frame": MDG, "packet": MDG,
              "member and pass": MIRQ}
 # Terms of the receiving vector that are paid once per packet the NIC delivers (the stream's);
 # the others there (replication, the members' vNIC backends) once per member.
-_MC_STREAM_TERMS = {costs.DRIVER_RX, costs.COMPAT_RX, costs.VSWITCH, costs.VXLAN}
+_MC_STREAM_TERMS = {costs.DRIVER_RX, costs.COMPAT_RX, costs.VSWITCH, costs.SW_SORT,
+                    costs.VXLAN}
 
 
 @dataclass

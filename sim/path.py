@@ -245,7 +245,9 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
     hv = model.cfg.hypervisor
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
-            _ctx(nic_rxq.context, hv.driver_charges("rx"), vswitch.charges("rx"),
+            _ctx(nic_rxq.context, hv.driver_charges("rx"),
+                 vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
+                     vswitch.ports)),
                  vnic.backend_charges("rx"),
                  note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
             _ring(rxq.ring)]
@@ -269,7 +271,8 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                       peer.driver_charges("tx")),
                  _ring(peer.nic.tx_queues[0]), _link(peer.nic.tx_link), _rx_ring(nic_rxq),
                  _pcie(card.up, "RX data, descriptor write-backs")]
-    vector = [hv.driver_charges("rx"), vswitch.charges("rx"), rep.charges()]
+    sort = nic.rx_queue_index(probe) in nic.shared_queues(vswitch.ports)
+    vector = [hv.driver_charges("rx"), vswitch.charges("rx", sort=sort), rep.charges()]
     if rep.params.split_rx_mode:
         path.data += [_ctx(nic_rxq.context, *vector),
                       _ring(model.workload.receivers[v].member.queue, "splitRxMode"),

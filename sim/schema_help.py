@@ -216,6 +216,8 @@ COST_DOCS = {  # Class.field of a CycleCost: the stage it prices
     "HypervisorParams.compat_rx": "linux_compat driver's packet-handle conversion, receive",
     "HypervisorParams.compat_tx": "linux_compat driver's packet-handle conversion, transmit",
     "VswitchParams.cost": "vswitch forwarding",
+    "VswitchParams.sort": "software sort by destination of frames a NIC queue did not sort "
+                          "(no NetQueue, VMDq default queue)",
     "ReplicationParams.copy": "multicast: a copy per receiver",
     "ReplicationParams.handoff": "multicast split mode: handing a copy to a receiver's context",
     "VxlanParams.encap": "VXLAN encapsulation",
