@@ -69,12 +69,17 @@ class OsStackParams:
     # segment waits until 1/divisor of the window is open. 0: none (RHEL5's 2.6.18 code never
     # starts one; configs/guest/stack/*.yaml).
     tso_win_divisor: int = 0
+    # The kernel's timer frequency (CONFIG_HZ): a TSO deferral ends after more than one tick
+    # since the last decision to defer (``models.tcp``). 0: no tick limit.
+    timer_hz: float = 1000.0
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1.0 <= self.sndbuf_scale <= 4.0, "sndbuf_scale", self.sndbuf_scale, "in 1..4")
         check(0 <= self.tso_win_divisor <= 64, "tso_win_divisor", self.tso_win_divisor,
               "an integer in 0..64 (0: no TSO deferral)")
+        check(0 <= self.timer_hz <= 10000, "timer_hz", self.timer_hz,
+              "in 0..10000 Hz (0: no tick limit on TSO deferral)")
 
     def max_window_bytes(self, peer_scales: bool = True) -> int | None:
         """The largest window a receiver may advertise (None: its socket size)."""
@@ -140,7 +145,8 @@ class StackHost:
                       sndbuf_bytes=int(sndbuf_bytes * self.stack.sndbuf_scale), tso=self.tso,
                       src=self.endpoint, dst=dst, emit=self._emit,
                       peer_window_bytes=peer_window_bytes, notify=self.notify,
-                      tso_win_divisor=self.stack.tso_win_divisor)
+                      tso_win_divisor=self.stack.tso_win_divisor,
+                      timer_hz=self.stack.timer_hz)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s

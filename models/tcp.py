@@ -27,9 +27,11 @@ Modelled:
   (``on_space``, ``on_readable``; no SimPy event); when it may go on, the socket hands it to
   ``notify``: its host (``models.guest.StackHost.notify``) runs it at once, or, while its
   stack takes in a delivered batch, once the device's poller has queued its next pass.
+  A deferral ends at the first output after more than one tick of ``timer_hz`` (the kernel's
+  HZ) since the last decision to defer (2.6.32 restamps at every decision, so only a pause
+  of two tick boundaries between ACKs ends it; 0 Hz: no limit).
 Left out: SACK scoreboard beyond the first hole, PAWS, ECN, Nagle/delayed ACK interactions
-beyond the PSH rule, the deferral's two-tick limit (a deferring sender always has data in flight,
-so an ACK ends it sooner at these rates); the socket size is the receive window (the send buffer
+beyond the PSH rule; the socket size is the receive window (the send buffer
 holds ``stack.sndbuf_scale`` times it: Linux doubles SO_SNDBUF).
 Units: bytes, frames, seconds.
 """
@@ -76,13 +78,19 @@ class TcpSender:
                  seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
                  emit: Callable[[Burst], None], peer_window_bytes: int | None = None,
                  notify: Callable[[Callable[[], None]], None] | None = None,
-                 tso_win_divisor: int = 0):
+                 tso_win_divisor: int = 0, timer_hz: float = 0.0):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         check(tso_win_divisor >= 0, "tso_win_divisor", tso_win_divisor, ">= 0")
+        check(timer_hz >= 0, "timer_hz", timer_hz, ">= 0 (0: no tick limit)")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
         self.tso_win_divisor = tso_win_divisor if tso else 0
         self.tso_deferrals = 0  # times a window-cut TSO segment waited for more ACKs
+        self.tso_deferral_timeouts = 0  # deferrals ended by the two-tick limit
+        # The deferral's two-tick limit (Linux 2.6.32 ``tp->tso_deferred``): the jiffy of the
+        # last decision to defer, None while no deferral is under way; 0 Hz: no limit.
+        self.timer_hz = timer_hz
+        self._deferred_jiffy: int | None = None
         self.notify = _call if notify is None else notify  # runs a woken writer
         self.src, self.dst = src, dst
         self.mss, self.seg_max, self.sndbuf, self.tso = mss_bytes, seg_max_bytes, sndbuf_bytes, tso
@@ -144,16 +152,33 @@ class TcpSender:
                 # Cut by the window while a small segment is unacknowledged: whole frames, the
                 # partial one waits (Linux tcp_mss_split_point with Minshall's Nagle check).
                 size -= size % self.mss
-            if self.tso_win_divisor and size < min(self.seg_max, unsent) and self.flight > 0 \
-                    and self.recover is None and size * self.tso_win_divisor < \
-                    min(self.peer_right_edge - self.snd_una, self.cwnd):
+            if self.tso_win_divisor and self._defers(size, unsent):
                 self.tso_deferrals += 1
                 return  # tcp_tso_should_defer: wait for the ACKs still in flight
+            self._deferred_jiffy = None  # a segment leaves: no deferral under way
             psh = size == unsent or self.snd_nxt + size >= window_end
             self._send(self.snd_nxt, size, psh, retransmit=False)
             self.snd_nxt += size
             if size % self.mss:
                 self.snd_sml = self.snd_nxt  # the end of the last small segment (tcp_minshall)
+
+    def _defers(self, size: int, unsent: int) -> bool:
+        """Linux 2.6.32 ``tcp_tso_should_defer`` for a segment the window cuts to ``size``:
+        defer while data is in flight, in the open state, when less than 1/divisor of
+        min(peer window, cwnd) is open, unless the last decision to defer was taken more than
+        one timer tick ago (jiffies - tso_deferred > 1; each decision to defer restamps it, as
+        2.6.32 does: later kernels keep the first stamp)."""
+        if not (size < min(self.seg_max, unsent) and self.flight > 0 and self.recover is None
+                and size * self.tso_win_divisor < min(self.peer_right_edge - self.snd_una,
+                                                     self.cwnd)):
+            return False
+        if self.timer_hz:
+            jiffy = math.floor(self.env.now * self.timer_hz)
+            if self._deferred_jiffy is not None and jiffy - self._deferred_jiffy > 1:
+                self.tso_deferral_timeouts += 1
+                return False
+            self._deferred_jiffy = jiffy
+        return True
 
     def _send(self, seq: int, size: int, psh: bool, retransmit: bool) -> None:
         frames = units.frames_for_payload(size, self.mss)

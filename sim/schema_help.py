@@ -160,6 +160,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
         "[-]",
     "OsStackParams.tso_win_divisor": "TSO deferral: a window-cut TSO segment waits until 1/N of "
         "the window is open (Linux tcp_tso_win_divisor; 0: none) [-]",
+    "OsStackParams.timer_hz": "kernel timer frequency (CONFIG_HZ): a TSO deferral ends after "
+        "more than one tick since the last decision to defer (0: no limit) [Hz]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "
                                   "SO_SNDBUF) [-]",
     "PeerParams.tx_ring_slots": "the client NIC's TX ring [packets]",

@@ -276,3 +276,34 @@ def test_tso_defers_a_segment_the_window_cuts_short(divisor, sizes, deferrals):
     assert [b.frames for b in sent] == sizes
     assert snd.tso_deferrals == deferrals
     assert snd.snd_nxt - snd.snd_una == (24 - 12 + sum(sizes)) * MSS
+
+
+def _acks_at(times_s, timer_hz):
+    """A deferring sender (divisor 3, 24-frame window) given 2-frame ACKs at ``times_s``:
+    the frames of each segment it sent after the first window, and its deferral timeouts."""
+    env = simpy.Environment()
+    sent: list[Burst] = []
+    s = TcpSender(env, 0, TcpParams(initial_cwnd_segments=1000), mss_bytes=MSS,
+                  seg_max_bytes=44 * MSS, sndbuf_bytes=400 * MSS, tso=True, src=1, dst=2,
+                  emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=3,
+                  timer_hz=timer_hz)
+    s.write(200 * MSS)
+    sent.clear()
+
+    def acks():
+        for t in times_s:
+            yield env.timeout(t - env.now)
+            s.on_ack(_ack(s))
+    env.process(acks())
+    env.run(until=times_s[-1] + 1e-6)
+    return [b.frames for b in sent], s.tso_deferral_timeouts
+
+
+def test_tso_deferral_ends_after_two_timer_ticks():
+    # HZ 1000: an ACK 2.5 ms after the one that deferred (jiffy 0 -> 2) sends what is open.
+    assert _acks_at([0.0001, 0.0026], 1000.0) == ([4], 1)
+    # No tick limit: the 4 open frames keep waiting for 1/3 of the window (8 frames).
+    assert _acks_at([0.0001, 0.0026], 0.0) == ([], 0)
+    # 2.6.32 restamps at every decision to defer: ACKs 1-1.4 ms apart never span two ticks
+    # (jiffies 0, 1, 2), so the 6 open frames still wait (a kept first stamp would send them).
+    assert _acks_at([0.0001, 0.0015, 0.0025], 1000.0) == ([], 0)
