@@ -200,8 +200,8 @@ class HypervisorRx:
         terms = self.params.rx_driver_terms(nic_packets, n_bytes, int(is_interrupt))
         packets = sum(b.packets for b in rx.switched)
         costs.add(terms, costs.VSWITCH, self.vswitch.cycles(packets, n_bytes))
-        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
         ctx = rx.context
+        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch, ctx))  # VXLAN, multicast copies
         switched = sums_by_dst(rx.switched)
         for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)

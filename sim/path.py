@@ -277,7 +277,9 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                                                         unit="copy")],
                            vnic.backend_charges("rx"))]
     else:
-        path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx")))
+        path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx"),
+                              note=f"; {costs.NUMA_COPY} per copy when the VM's memory is on "
+                                   f"another node"))
     receiver = vm.charges("udp_receiver")
     app = [Charge.of(costs.APP, model.cfg.workload.multicast.app, unit="datagram")]
     path.data += [_ring(rxq.ring),
