@@ -117,6 +117,19 @@ class Replicator:
             return [costs.Charge.of(costs.REPLICATION, p.handoff, per="member and pass")]
         return [costs.Charge.of(costs.REPLICATION, p.copy, unit="copy")]
 
+    def numa_charges(self, vnic, context) -> list[costs.Charge]:
+        """Default mode: the receiving ``context``'s NUMA penalty per copy written into
+        ``vnic``'s memory (none when that memory is on the context's node, or in split mode)
+        (``sim.path``, and the fluid engine through it)."""
+        if self.params.split_rx_mode:
+            return []
+        home = vnic.memory_home
+        per_copy = context.remote_penalty_cycles(1, 0, home)
+        per_byte = context.remote_penalty_cycles(0, 1, home)
+        if not (per_copy or per_byte):
+            return []
+        return [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, per_byte, unit="copy")]
+
     def _by_group(self, batch: list[Burst]) -> dict[int, list[Burst]]:
         out: dict[int, list[Burst]] = {}
         for b in batch:

@@ -278,8 +278,7 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                            vnic.backend_charges("rx"))]
     else:
         path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx"),
-                              note=f"; {costs.NUMA_COPY} per copy when the VM's memory is on "
-                                   f"another node"))
+                              rep.numa_charges(vnic, nic_rxq.context)))
     receiver = vm.charges("udp_receiver")
     app = [Charge.of(costs.APP, model.cfg.workload.multicast.app, unit="datagram")]
     path.data += [_ring(rxq.ring),

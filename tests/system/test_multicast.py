@@ -115,6 +115,16 @@ def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compos
     terms = tables["cost_terms"]
     got = terms[(terms["context"] == irq.name) & (terms["term"] == "numa_copy")]
     assert float(got["cycles_per_s"].sum()) == pytest.approx(want, rel=0.02)
+    # the declared path (and the fluid engine, which reads it) charges it to remote members only
+    from sim.path import flow_paths
+    for fp in flow_paths(model):
+        hop = next(h for h in fp.data if h.name == irq.name)
+        numa_charges = [c for c in hop.charges if c.term == "numa_copy"]
+        if fp.vm in remote:
+            (c,) = numa_charges
+            assert (c.per_packet_cycles, c.per_byte_cycles) == pytest.approx((pp, pb))
+        else:
+            assert not numa_charges
     model, _, tables = run_one(compose(["experiment=mc_split_40k", *over], short=False))
     terms = tables["cost_terms"]
     assert terms[(terms["context"] == "nic0.rxq0.irq") & (terms["term"] == "numa_copy")].empty
