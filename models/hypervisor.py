@@ -220,7 +220,7 @@ class HypervisorRx:
         ctx = rx.context
         if ctx is not None and self.sorts(ctx):  # a queue the NIC did not sort by VM
             costs.add(terms, costs.SW_SORT, self.vswitch.sort_cycles(packets, n_bytes))
-        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch))  # VXLAN, multicast copies
+        costs.merge(terms, self.vswitch.rx_extra_terms(rx.batch, ctx))  # VXLAN, multicast copies
         switched = sums_by_dst(rx.switched)
         for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)

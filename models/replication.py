@@ -14,7 +14,10 @@ join a group on their vswitch (the guest's IGMP join programming the vNIC's mult
 By default every copy of every packet is made in the context that took the packets from the NIC
 (ESX before 5.0, and 5.0 without splitRxMode): copies/s = members x packet rate, all on one
 core, so past some member count that context saturates, the NIC ring fills and every member
-loses the same packets. With ``split_rx_mode`` (``ethernetX.emuRxMode = 1``, a vmxnet3 feature
+loses the same packets. That context writes each copy into its member's memory: a member whose
+memory is on another NUMA node than the context's core costs the remote penalty per copy
+(``numa_copy``, the host's ``numa.remote_per_packet_cycles`` and ``remote_per_byte_cycles``, as
+the unicast receive path pays it in ``models.hypervisor``). With ``split_rx_mode`` (``ethernetX.emuRxMode = 1``, a vmxnet3 feature
 of 5.0, set here for every port of the vswitch) the receiving context only hands each member a
 reference (``handoff``: queue it and wake the member's context) and the member's own context --
 its vNIC backend, the VM's networking context -- makes the copy and fills the vNIC ring; the
@@ -114,6 +117,19 @@ class Replicator:
             return [costs.Charge.of(costs.REPLICATION, p.handoff, per="member and pass")]
         return [costs.Charge.of(costs.REPLICATION, p.copy, unit="copy")]
 
+    def numa_charges(self, vnic, context) -> list[costs.Charge]:
+        """Default mode: the receiving ``context``'s NUMA penalty per copy written into
+        ``vnic``'s memory (none when that memory is on the context's node, or in split mode)
+        (``sim.path``, and the fluid engine through it)."""
+        if self.params.split_rx_mode:
+            return []
+        home = vnic.memory_home
+        per_copy = context.remote_penalty_cycles(1, 0, home)
+        per_byte = context.remote_penalty_cycles(0, 1, home)
+        if not (per_copy or per_byte):
+            return []
+        return [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, per_byte, unit="copy")]
+
     def _by_group(self, batch: list[Burst]) -> dict[int, list[Burst]]:
         out: dict[int, list[Burst]] = {}
         for b in batch:
@@ -121,9 +137,11 @@ class Replicator:
                 out.setdefault(b.dst, []).append(b)
         return out
 
-    def terms(self, batch: list[Burst]) -> dict:
+    def terms(self, batch: list[Burst], context=None) -> dict:
         """Cycles by term the receiving context spends on the group packets of ``batch``: the
-        hand-offs (split mode) or the copies and each member's vNIC backend work."""
+        hand-offs (split mode) or the copies and each member's vNIC backend work, and, when
+        ``context`` (the receiving context) is given, the NUMA penalty of each copy written into
+        a member's memory on another node (``numa_copy``)."""
         p, terms = self.params, {}
         for dst, bursts in self._by_group(batch).items():
             members = self.groups.get(dst, ())
@@ -134,6 +152,9 @@ class Replicator:
             else:
                 for m in members:
                     costs.merge(terms, self._copy_terms(m, packets, n_bytes))
+                    if context is not None:
+                        costs.add(terms, costs.NUMA_COPY, context.remote_penalty_cycles(
+                            packets, n_bytes, m.vnic.memory_home))
         return terms
 
     def _copy_terms(self, member: Member, packets: int, n_bytes: int) -> dict:

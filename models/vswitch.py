@@ -131,10 +131,10 @@ class Vswitch:
                                             up_bytes))
         return terms
 
-    def rx_extra_terms(self, batch: list[Burst]) -> dict:
-        """Beyond ``cycles``, what the receiving context pays for ``batch`` as the NIC delivered
-        it: decapsulation and multicast copies (or hand-offs in split mode)."""
-        terms = self.replicator.terms(batch)
+    def rx_extra_terms(self, batch: list[Burst], context=None) -> dict:
+        """Beyond ``cycles``, what the receiving ``context`` pays for ``batch`` as the NIC
+        delivered it: decapsulation and multicast copies (or hand-offs in split mode)."""
+        terms = self.replicator.terms(batch, context)
         return costs.add(terms, costs.VXLAN, self.vtep.rx_batch_cycles(batch))
 
     def transmit(self, burst: Burst, context=None) -> None:

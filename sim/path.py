@@ -280,7 +280,8 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                                                         unit="copy")],
                            vnic.backend_charges("rx"))]
     else:
-        path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx")))
+        path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx"),
+                              rep.numa_charges(vnic, nic_rxq.context)))
     receiver = vm.charges("udp_receiver")
     app = [Charge.of(costs.APP, model.cfg.workload.multicast.app, unit="datagram")]
     path.data += [_ring(rxq.ring),

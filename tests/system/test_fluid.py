@@ -184,12 +184,13 @@ def test_world_switches_on_shared_cores():
 
 
 def test_multicast_largest_loss_free_receiver_count():
-    # The DES (0.05 s windows): 41 receivers lose nothing at 30K/s, 42 lose 17%; the fluid
+    # The DES (0.05 s windows after 0.05 s): 36 receivers lose nothing at 30K/s, 37 lose 24%
+    # (half of them on the other node than the vector: numa_copy on their copies); the fluid
     # engine puts the knee at the same count.
-    ok = _solve("experiment=mc_default_30k", "workload.vms=41").summary
-    lossy = _solve("experiment=mc_default_30k", "workload.vms=42").summary
+    ok = _solve("experiment=mc_default_30k", "workload.vms=36").summary
+    lossy = _solve("experiment=mc_default_30k", "workload.vms=37").summary
     assert ok["multicast_lossy_receivers"] == 0 and ok["regime"] == "offered-load"
-    assert lossy["multicast_lossy_receivers"] == 42 and lossy["regime"] == "loss"
+    assert lossy["multicast_lossy_receivers"] == 37 and lossy["regime"] == "loss"
     assert 0 < lossy["multicast_loss_ratio"] < 0.1
 
 

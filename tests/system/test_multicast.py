@@ -92,3 +92,39 @@ def test_split_mode_counts_only_the_copies_its_queue_accepts(compose, run_one):
     window = 0.05
     reached = (mc["received_packets"] + mc["drops_socket_full"]) / window
     assert mc["copies_per_s"].to_numpy() == pytest.approx(reached.to_numpy(), rel=0.01, abs=100)
+
+
+def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compose, compose_raw,
+                                                                           run_one):
+    """In default mode the replicating context writes every copy into its member's memory: a
+    member homed on the other node than that context's core costs it the host's remote
+    penalty per copy, ``remote_per_packet_cycles + remote_per_byte_cycles x 800`` (term
+    ``numa_copy``); a member on the context's node costs nothing. Split mode hands references
+    over and pays no copy there."""
+    over = ["workload.vms=8", "run.warmup_s=0.01", "run.measure_s=0.03"]
+    numa = compose_raw(["experiment=mc_default_40k", *over], short=False)["host"]["numa"]
+    pp, pb = numa["remote_per_packet_cycles"], numa["remote_per_byte_cycles"]
+    assert pp > 0 and pb > 0
+    model, _, tables = run_one(compose(["experiment=mc_default_40k", *over], short=False))
+    irq = next(c for c in model.contexts if c.name == "nic0.rxq0.irq")
+    mc = tables["multicast"].set_index("vm")
+    remote = [v for v, vm in enumerate(model.vms) if vm.vnic.memory_home != irq.core.node]
+    assert 0 < len(remote) < len(model.vms)       # both kinds of member
+    bytes_per_copy = model.cfg.workload.multicast.packet_bytes
+    want = sum(mc.loc[v, "copies_per_s"] for v in remote) * (pp + pb * bytes_per_copy)
+    terms = tables["cost_terms"]
+    got = terms[(terms["context"] == irq.name) & (terms["term"] == "numa_copy")]
+    assert float(got["cycles_per_s"].sum()) == pytest.approx(want, rel=0.02)
+    # the declared path (and the fluid engine, which reads it) charges it to remote members only
+    from sim.path import flow_paths
+    for fp in flow_paths(model):
+        hop = next(h for h in fp.data if h.name == irq.name)
+        numa_charges = [c for c in hop.charges if c.term == "numa_copy"]
+        if fp.vm in remote:
+            (c,) = numa_charges
+            assert (c.per_packet_cycles, c.per_byte_cycles) == pytest.approx((pp, pb))
+        else:
+            assert not numa_charges
+    model, _, tables = run_one(compose(["experiment=mc_split_40k", *over], short=False))
+    terms = tables["cost_terms"]
+    assert terms[(terms["context"] == "nic0.rxq0.irq") & (terms["term"] == "numa_copy")].empty

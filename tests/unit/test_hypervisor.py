@@ -52,7 +52,7 @@ class FakeVswitch:
     def cycles(self, packets: int, n_bytes: int) -> float:
         return 600.0 * packets
 
-    def rx_extra_terms(self, batch) -> dict:  # VXLAN / multicast work: none here
+    def rx_extra_terms(self, batch, context=None) -> dict:  # VXLAN / multicast: none here
         return {}
 
     def receive(self, batch):
