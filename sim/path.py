@@ -247,7 +247,9 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
             _ctx(nic_rxq.context, hv.driver_charges("rx"), vswitch.charges("rx"),
                  vnic.backend_charges("rx"),
-                 note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
+                 note=f"; {costs.NUMA_COPY} per packet when the VM's memory is on another "
+                      "node; the guest's recv copy pays numa per byte when its vCPU is "
+                      "not on this node (the data sit in its cache)"),
             _ring(rxq.ring)]
 
 
