@@ -111,6 +111,15 @@ class StackHost:
     def app_context(self, flow: int) -> Context:
         raise NotImplementedError
 
+    def rx_data_home(self, flow: int):
+        """The NUMA node (or None: the reading context's own home) where the data received
+        on ``flow`` sit when its application copies them (``Reader``)."""
+        return None
+
+    def app_woken(self, ctx: Context) -> None:
+        """An application on ``ctx`` is woken (``Reader``/``Writer``), before its calls are
+        queued: a host with a price for waking another CPU charges it here (``Vm``)."""
+
     def send_down(self, burst: Burst, terms: dict) -> None:
         """Run the stack work ``terms`` (cycles by term) for ``burst``, then hand it to the
         device."""
@@ -315,8 +324,56 @@ class Vm(StackHost):
     def app_context(self, flow: int) -> Context:
         return self.vcpus[flow % len(self.vcpus)]
 
+    def rx_data_home(self, flow: int):
+        """Where the vNIC's writer left the received data (its core's node; None before any,
+        or for a device the NIC writes into directly: the VM's memory home)."""
+        return self.vnic.rx_data_node if self.vnic is not None else None
+
+    # -- cross-vCPU wake-ups (reschedule IPIs) ----------------------------------------------
+    def deliver(self, batch: list[Burst]):
+        """As ``StackHost.deliver``; the wake-ups it returns run knowing which vCPU took the
+        batch in (the one its RX queue interrupts), for ``app_woken``."""
+        if not batch or not hasattr(self.vnic, "rx_queue_of"):
+            return super().deliver(batch)
+        waker = self.vnic.rx_queue_of(batch[0]).vcpu
+        self._stack_vcpu = waker
+        after = super().deliver(batch)
+        self._stack_vcpu = None
+        if after is None:
+            return None
+
+        def run() -> None:
+            self._waker = waker
+            after()
+            self._waker = None
+        return run
+
+    _waker: Context | None = None       # the vCPU whose stack pass woke the applications
+    _stack_vcpu: Context | None = None  # the vCPU taking a delivered batch in, meanwhile
+    ipi_wakeups = 0  # woken applications whose halted vCPU another vCPU had to wake
+
+    def app_woken(self, ctx: Context) -> None:
+        """The guest's stack on one vCPU woke an application whose vCPU is halted: the
+        scheduler sends it a reschedule IPI. Under hardware virtualization without APIC
+        virtualization the IPI is a write to the APIC's ICR, an exit on the sending vCPU
+        (``exit_cycles``, term ``exits``), and the target vCPU is woken from its halt as by a
+        virtual interrupt (``wakeup_cycles``, term ``halt_wakeup``). A vCPU that is running
+        needs neither; nor does a wake-up on the vCPU that took the data in."""
+        waker = self._waker
+        if waker is None or waker is ctx or not ctx.idle:
+            return
+        vnic = self.vnic
+        self.ipi_wakeups += 1
+        vnic.exits += 1
+        waker.charge({costs.EXITS: vnic.exit_cycles})
+        if vnic.wakeup_cycles:
+            vnic.halt_wakeups += 1
+            ctx.charge({costs.HALT_WAKEUP: vnic.wakeup_cycles})
+
     def send_down(self, burst: Burst, terms: dict) -> None:
         costs.merge(terms, self.vnic.tx_guest_terms(burst))  # the doorbell: at the post
-        vcpu = self.app_context(burst.flow)
+        # What the stack emits while taking in a batch (ACKs) leaves from the vCPU that took
+        # it in (the softirq's CPU); the rest from the flow's application vCPU.
+        vcpu = self._stack_vcpu or self.app_context(burst.flow)
         vcpu.then(terms, lambda: self.vnic.guest_send(burst, vcpu),
                   packets=burst.packets, n_bytes=burst.payload_bytes)

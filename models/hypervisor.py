@@ -207,9 +207,11 @@ class HypervisorRx:
         """Cycles by term for one poll: the driver per packet the NIC delivered (a frame, or a
         hardware-LRO aggregate), the rest per packet after software LRO; the NUMA penalty of
         writing each VM's packets into its memory when that is on another node than the
-        handler's core (``numa_copy``), per packet the NIC delivered (as it was priced before
-        the data path was declared; whether software-LRO aggregates should pay it once each
-        is a calibration question)."""
+        handler's core (``numa_copy``): per packet written (an LRO aggregate is one: its
+        descriptor and headers are partial-line stores that need the line from the remote
+        home first), nothing per byte: full-line payload stores are posted, the core does not
+        wait for them, and the remote transfer is paid by whoever reads the data next (the
+        guest's copy to user, ``rx_data_node``; ``docs/models.md``, NUMA)."""
         nic_packets = n_bytes = 0
         for b in rx.batch:
             nic_packets += b.packets
@@ -226,17 +228,22 @@ class HypervisorRx:
             vnic = self._vnic(dst)
             if vnic is not None:
                 costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, nb))
-        if ctx is not None:  # per packet the NIC delivered (before software LRO)
-            delivered = switched if rx.switched is rx.batch else sums_by_dst(rx.batch)
-            for dst, (p, nb) in delivered.items():
+        if ctx is not None:  # per packet written into the guest (after software LRO)
+            for dst, (p, _) in switched.items():
                 vnic = self._vnic(dst)
                 if vnic is not None:
                     costs.add(terms, costs.NUMA_COPY,
-                              ctx.remote_penalty_cycles(p, nb, vnic.memory_home))
+                              ctx.remote_penalty_cycles(p, 0, vnic.memory_home))
         return terms
 
     def deliver(self, rx: RxPass) -> None:
         """After the handler's cycles: switch the batch as ``prepare`` aggregated it."""
         self.driver_packets += sum(b.packets for b in rx.batch)
         self.switched_packets += sum(b.packets for b in rx.switched)
+        if rx.context is not None:  # the data now sit in the cache of the handler's node
+            node = rx.context.core.node
+            for b in rx.switched:
+                vnic = self._vnic(b.dst)
+                if vnic is not None:
+                    vnic.rx_data_node = node
         self.vswitch.receive(rx.switched)

@@ -249,7 +249,9 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
                  vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
                      vswitch.ports)),
                  vnic.backend_charges("rx"),
-                 note=f"; {costs.NUMA_COPY} when the VM's memory is on another node"),
+                 note=f"; {costs.NUMA_COPY} per packet when the VM's memory is on another "
+                      "node; the guest's recv copy pays numa per byte when its vCPU is "
+                      "not on this node (the data sit in its cache)"),
             _ring(rxq.ring)]
 
 

@@ -194,6 +194,7 @@ class Writer:
         step(0)
 
     def _woken(self) -> None:
+        self.host.app_woken(self.ctx)
         space = self.tcp.space()
         self._target = space if self._want is None else min(space, self._want)
         self._done = 0
@@ -259,6 +260,7 @@ class Reader:
         step(0)
 
     def _woken(self) -> None:
+        self.host.app_woken(self.ctx)
         readable = self.tcp.readable
         self._target = readable if self._want is None else min(readable, self._want)
         self._got = 0
@@ -270,7 +272,9 @@ class Reader:
             self._finish()
             return
         self._n = n
-        self.ctx.then(recv_terms(self.host.stack, n, self.msg), self._after_cb, n_bytes=n)
+        # The copy reads the data where their last writer left them (NUMA: ``rx_data_home``).
+        self.ctx.then(recv_terms(self.host.stack, n, self.msg), self._after_cb, n_bytes=n,
+                      home=self.host.rx_data_home(self.tcp.flow))
 
     def _after(self) -> None:
         self._got += self.tcp.read(self._n)

@@ -175,7 +175,8 @@ def test_software_lro_merges_up_to_its_size_limit(run, configured):
 
 # -- NUMA ------------------------------------------------------------------------------------
 
-NUMA = ["experiment=v6_numa_10g_default"]  # the card on node 1, the VM and its contexts on 0
+NUMA = ["experiment=v6_numa_10g_default",  # the card on node 1, the VM and its contexts on 0
+        "host.irq_core=1"]                  # and the RX vector with them (off the card's node)
 
 
 def test_numa_penalty_is_priced_per_remote_packet_and_byte(run, configured):
