@@ -240,10 +240,11 @@ class HypervisorRx:
         """After the handler's cycles: switch the batch as ``prepare`` aggregated it."""
         self.driver_packets += sum(b.packets for b in rx.batch)
         self.switched_packets += sum(b.packets for b in rx.switched)
+        node = None
         if rx.context is not None:  # the data now sit in the cache of the handler's node
             node = rx.context.core.node
             for b in rx.switched:
                 vnic = self._vnic(b.dst)
                 if vnic is not None:
                     vnic.rx_data_node = node
-        self.vswitch.receive(rx.switched)
+        self.vswitch.receive(rx.switched, node)

@@ -16,8 +16,9 @@ By default every copy of every packet is made in the context that took the packe
 core, so past some member count that context saturates, the NIC ring fills and every member
 loses the same packets. That context writes each copy into its member's memory: a member whose
 memory is on another NUMA node than the context's core costs the remote penalty per copy
-(``numa_copy``, the host's ``numa.remote_per_packet_cycles`` and ``remote_per_byte_cycles``, as
-the unicast receive path pays it in ``models.hypervisor``). With ``split_rx_mode`` (``ethernetX.emuRxMode = 1``, a vmxnet3 feature
+(``numa_copy``, the host's ``numa.remote_per_packet_cycles`` per copy: the stores are posted,
+and the member's reader pays per byte to fetch the copy from the context's node, as on the
+unicast receive path, ``models.hypervisor``). With ``split_rx_mode`` (``ethernetX.emuRxMode = 1``, a vmxnet3 feature
 of 5.0, set here for every port of the vswitch) the receiving context only hands each member a
 reference (``handoff``: queue it and wake the member's context) and the member's own context --
 its vNIC backend, the VM's networking context -- makes the copy and fills the vNIC ring; the
@@ -125,10 +126,9 @@ class Replicator:
             return []
         home = vnic.memory_home
         per_copy = context.remote_penalty_cycles(1, 0, home)
-        per_byte = context.remote_penalty_cycles(0, 1, home)
-        if not (per_copy or per_byte):
+        if not per_copy:
             return []
-        return [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, per_byte, unit="copy")]
+        return [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="copy")]
 
     def _by_group(self, batch: list[Burst]) -> dict[int, list[Burst]]:
         out: dict[int, list[Burst]] = {}
@@ -152,19 +152,23 @@ class Replicator:
             else:
                 for m in members:
                     costs.merge(terms, self._copy_terms(m, packets, n_bytes))
-                    if context is not None:
+                    if context is not None:  # per copy written: stores are posted
                         costs.add(terms, costs.NUMA_COPY, context.remote_penalty_cycles(
-                            packets, n_bytes, m.vnic.memory_home))
+                            packets, 0, m.vnic.memory_home))
         return terms
 
     def _copy_terms(self, member: Member, packets: int, n_bytes: int) -> dict:
         return {costs.REPLICATION: self.params.copy.cycles(packets, n_bytes),
                 costs.BACKEND_RX: member.vnic.rx_backend_cycles(packets, n_bytes)}
 
-    def deliver(self, bursts: list[Burst]) -> None:
-        """After the receiving context paid: a copy of each group burst to each member."""
+    def deliver(self, bursts: list[Burst], node=None) -> None:
+        """After the receiving context paid: a copy of each group burst to each member.
+        ``node``: the receiving context's NUMA node, where default mode's copies now sit
+        (the member's reader pays to fetch them from there: ``rx_data_node``)."""
         for dst, group_bursts in self._by_group(bursts).items():
             for m in self.groups.get(dst, ()):
+                if m.queue is None and node is not None:
+                    m.vnic.rx_data_node = node
                 copies = [b._copy(dst=m.port_id) for b in group_bursts]
                 if m.queue is not None:  # split mode: count what the member's queue accepts
                     copies = [a for a in map(m.queue.offer, copies) if a is not None]

@@ -156,8 +156,9 @@ class Vswitch:
             return
         self._backlog.send(self.vtep.encap(burst))
 
-    def receive(self, batch: list[Burst]) -> None:
-        """From the uplink: hand each vNIC port its part of the batch, in arrival order."""
+    def receive(self, batch: list[Burst], node=None) -> None:
+        """From the uplink: hand each vNIC port its part of the batch, in arrival order
+        (``node``: the receiving context's NUMA node, for the multicast copies it made)."""
         by_port: dict[int, list[Burst]] = {}
         groups: list[Burst] = []
         for burst in batch:
@@ -169,4 +170,4 @@ class Vswitch:
         for port_id, bursts in by_port.items():
             self.ports[port_id].deliver(bursts)
         if groups:
-            self.replicator.deliver(groups)
+            self.replicator.deliver(groups, node)

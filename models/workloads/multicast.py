@@ -137,7 +137,8 @@ class UdpSocket:
             n_bytes = sum(b.payload_bytes for b in batch)
             yield ctx.execute({costs.APP_RECV: call.cycles(0, n_bytes, n),
                                costs.APP: app.cycles(n, n_bytes, 0)},
-                              packets=n, n_bytes=n_bytes)  # counts price the NUMA penalty
+                              packets=n, n_bytes=n_bytes,  # counts price the NUMA penalty
+                              home=self.host.rx_data_home(self.flow))  # where the copy sits
             self.used_bytes -= n * self.params.skb_truesize_bytes
             if self.stage is not None:
                 self.stage.depart(n, n_bytes)

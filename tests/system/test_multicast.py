@@ -98,9 +98,11 @@ def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compos
                                                                            run_one):
     """In default mode the replicating context writes every copy into its member's memory: a
     member homed on the other node than that context's core costs it the host's remote
-    penalty per copy, ``remote_per_packet_cycles + remote_per_byte_cycles x 800`` (term
-    ``numa_copy``); a member on the context's node costs nothing. Split mode hands references
-    over and pays no copy there."""
+    penalty per copy, ``remote_per_packet_cycles`` (term ``numa_copy``; the payload's stores
+    are posted); a member on the context's node costs nothing. The copy then sits on the
+    context's node, and a member whose vCPU is on the other node pays the per-byte fetch
+    when it reads (``numa`` on the vCPU). Split mode hands references over and pays no copy
+    there."""
     over = ["workload.vms=8", "run.warmup_s=0.01", "run.measure_s=0.03"]
     numa = compose_raw(["experiment=mc_default_40k", *over], short=False)["host"]["numa"]
     pp, pb = numa["remote_per_packet_cycles"], numa["remote_per_byte_cycles"]
@@ -111,10 +113,21 @@ def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compos
     remote = [v for v, vm in enumerate(model.vms) if vm.vnic.memory_home != irq.core.node]
     assert 0 < len(remote) < len(model.vms)       # both kinds of member
     bytes_per_copy = model.cfg.workload.multicast.packet_bytes
-    want = sum(mc.loc[v, "copies_per_s"] for v in remote) * (pp + pb * bytes_per_copy)
+    want = sum(mc.loc[v, "copies_per_s"] for v in remote) * pp
     terms = tables["cost_terms"]
     got = terms[(terms["context"] == irq.name) & (terms["term"] == "numa_copy")]
     assert float(got["cycles_per_s"].sum()) == pytest.approx(want, rel=0.02)
+    far = [v for v, vm in enumerate(model.vms) if vm.vcpus[0].core.node != irq.core.node]
+    assert 0 < len(far) < len(model.vms)          # readers on both nodes
+    for v, vm in enumerate(model.vms):  # the reader fetches the copy from the context's node
+        (vcpu,) = vm.vcpus
+        numa_vcpu = terms[(terms["context"] == vcpu.name) & (terms["term"] == "numa")]
+        fetched = float(numa_vcpu["cycles_per_s"].sum())
+        if vcpu.core.node == irq.core.node:
+            assert fetched == 0
+        else:
+            assert fetched == pytest.approx(
+                mc.loc[v, "received_packets"] / 0.03 * (pp + pb * bytes_per_copy), rel=0.05)
     # the declared path (and the fluid engine, which reads it) charges it to remote members only
     from sim.path import flow_paths
     for fp in flow_paths(model):
@@ -122,7 +135,7 @@ def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compos
         numa_charges = [c for c in hop.charges if c.term == "numa_copy"]
         if fp.vm in remote:
             (c,) = numa_charges
-            assert (c.per_packet_cycles, c.per_byte_cycles) == pytest.approx((pp, pb))
+            assert (c.per_packet_cycles, c.per_byte_cycles) == pytest.approx((pp, 0))
         else:
             assert not numa_charges
     model, _, tables = run_one(compose(["experiment=mc_split_40k", *over], short=False))

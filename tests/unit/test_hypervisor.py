@@ -55,7 +55,7 @@ class FakeVswitch:
     def rx_extra_terms(self, batch, context=None) -> dict:  # VXLAN / multicast: none here
         return {}
 
-    def receive(self, batch):
+    def receive(self, batch, node=None):
         self.got.extend(batch)
 
 
