@@ -22,7 +22,10 @@ Modelled:
   merged only with ``lro_tunnelled`` (a NIC or driver that parses the inner headers).
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
-  into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
+  into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). The TX FIFO holds
+  what the wire has still to send and drains at the line rate: a burst is fetched once its
+  first frame fits (the card segments on the fly, so a TSO segment larger than the FIFO
+  streams through it and the next follows it on the wire without a gap). Without a link the
   bus is ideal (the peer's NIC): a fetch is free and instantaneous, and the FIFO holds only the
   burst on the wire (so the round-robin turn is taken when the wire frees; with one TX queue
   there is no turn to take, and a burst is booked on the wire as soon as it is posted).
@@ -346,7 +349,8 @@ class NicPort:
             # the FIFO's size less that frame.
             at = link.free_at_s - (self._fifo_bytes - need) / self._drain_bytes_per_s
             self._room_timer = True
-            Timeout(env, max(at - env.now, 0.0), at).callbacks.append(self._room)
+            # (never at once: a wake-up that found no room again must not spin in place)
+            Timeout(env, max(at - env.now, 1e-12), at).callbacks.append(self._room)
 
     def _room(self, event: Timeout) -> None:
         """The FIFO has room for the waiting burst's first frame: settle what has left (as a
