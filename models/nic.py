@@ -22,7 +22,10 @@ Modelled:
   merged only with ``lro_tunnelled`` (a NIC or driver that parses the inner headers).
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
-  into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). Without a link the
+  into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). The TX FIFO holds
+  what the wire has still to send and drains at the line rate: a burst is fetched once its
+  first frame fits (the card segments on the fly, so a TSO segment larger than the FIFO
+  streams through it and the next follows it on the wire without a gap). Without a link the
   bus is ideal (the peer's NIC): a fetch is free and instantaneous, and the FIFO holds only the
   burst on the wire (so the round-robin turn is taken when the wire frees; with one TX queue
   there is no turn to take, and a burst is booked on the wire as soon as it is posted).
@@ -49,6 +52,7 @@ from typing import Callable
 import simpy
 from simpy.events import Timeout
 
+from models import units
 from models.base import Burst, Ring, RingPoller, Stats, check
 from models.coalescing import CoalescingParams, make_coalescer
 from models.cpu import Context
@@ -231,6 +235,9 @@ class NicPort:
             # to take and a burst can be booked when it is posted (the same wire times).
             self._fifo_bytes = math.inf if params.tx_queues == 1 else 0
         self._fifo_used = 0
+        # The TX FIFO drains at the line rate: bytes per second (with a PcieLink only).
+        self._drain_bytes_per_s = units.gbps_to_bytes_per_s(params.link.line_rate_gbps)
+        self._room_timer = False    # a wake-up for FIFO room (before the next departure)
         # Fetched bursts until their last bit has left: (end_s, queue, burst, FIFO bytes, eager).
         # An eager one has on_space callbacks to run then: a departure event is scheduled for
         # it. The others leave lazily (the next send, fetch or departure event settles them).
@@ -292,33 +299,67 @@ class NicPort:
                 return q
         return None
 
+    def _fifo_level(self, now: float) -> float:
+        """Bytes in the TX FIFO at ``now``: those fetched and not yet on the wire. The FIFO
+        drains frame by frame at the line rate, so it holds at most what the wire has still to
+        send (a TSO segment larger than the FIFO streams through it)."""
+        waiting_s = self.tx_link.free_at_s - now
+        if waiting_s <= 0.0:
+            return 0.0
+        return min(float(self._fifo_used), waiting_s * self._drain_bytes_per_s)
+
     def _pump(self) -> None:
         """Take bursts, the queue whose turn it is first, while the TX FIFO has room (an empty
-        FIFO takes any burst); book each one's fetch on the bus and its time on the wire."""
+        FIFO takes any burst); book each one's fetch on the bus and its time on the wire.
+        With a bus the card fetches a burst frame by frame as room frees (segmentation is done
+        on the fly), so a burst is taken once its first frame fits in what the wire has not
+        yet drained; without one the FIFO is counted in whole bursts."""
         env, dma, link, sent = self.env, self.tx_dma, self.tx_link, self._sent
         self._blocked = False
+        need = 0.0
         while True:
             q = self._next_tx_queue()
             if q is None:
                 break
             burst = q.peek()
             size = 1 if dma is None else tx_dma_bytes(burst)
-            used = self._fifo_used
-            if used > 0 and used + size > self._fifo_bytes:
+            if dma is None:
+                used, need = self._fifo_used, size
+            else:
+                used = self._fifo_level(env.now)
+                need = min(size, units.frame_l2_bytes(
+                    burst.header_bytes + min(burst.frame_payload_bytes, burst.payload_bytes)))
+            if used > 0 and used + need > self._fifo_bytes + 0.5:
                 self._blocked = True
                 break
             q.claim()
             if len(self.tx_queues) > 1:
                 self._rr = (self.tx_queues.index(q) + 1) % len(self.tx_queues)
-            self._fifo_used = used + size
+            self._fifo_used += size
             end = link.transmit(burst, None if dma is None else dma.fetch(burst))
             eager = bool(q.on_space)
             self._eager += eager
             sent.append((end, q, burst, size, eager))
-        if not self._timer and sent and (self._eager or self._blocked):
+        if not self._timer and sent and (self._eager or (self._blocked and dma is None)):
             self._timer = True
             end = sent[0][0]
             Timeout(env, end - env.now, end).callbacks.append(self._departure)
+        if self._blocked and dma is not None and not self._room_timer:
+            # Room for the waiting burst's first frame: when the wire's backlog has drained to
+            # the FIFO's size less that frame.
+            at = link.free_at_s - (self._fifo_bytes - need) / self._drain_bytes_per_s
+            self._room_timer = True
+            # (never at once: a wake-up that found no room again must not spin in place)
+            Timeout(env, max(at - env.now, 1e-12), at).callbacks.append(self._room)
+
+    def _room(self, event: Timeout) -> None:
+        """The FIFO has room for the waiting burst's first frame: settle what has left (as a
+        departure does) and take what fits."""
+        self._room_timer = False
+        self._departing = True
+        self._settle(self.env.now, eager=True)
+        self._departing = False
+        self._pump()
 
     def _departure(self, event: Timeout) -> None:
         """The first burst on the wire has left: settle it (and any other that has), then take

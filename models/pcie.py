@@ -35,7 +35,9 @@ Modelled:
   event per burst (the DMA completion, which is the burst's arrival in its ring). What of a
   burst fits (descriptors, FIFO bytes) is cut by ``models.base.fit``, the rule of every ring.
 - TX: the card fetches the next burst (round-robin over TX queues, ``models.nic``) as soon as the
-  port's TX FIFO of ``tx_fifo_bytes`` has room, so fetching overlaps transmission; the wire
+  port's TX FIFO of ``tx_fifo_bytes`` has room for its first frame (the FIFO drains frame by
+  frame as the wire sends, so a TSO segment larger than the FIFO streams through it), so
+  fetching overlaps transmission; the wire
   starts a burst once its first frame is in the FIFO and cannot finish it before the DMA has
   delivered its last frame. A TSO segment crosses PCIe once (payload + one header), the wire
   sees every frame's headers. ``TxDma.fetch`` is only the bus arithmetic of a fetch (no events);
