@@ -234,6 +234,11 @@ class _Flow:
     ack_links: tuple = ()
     frame_wire: int = 0
     ack_wire: int = 0
+    # The sender's send buffer cannot hold the window and the next segment (Windows: SO_SNDBUF
+    # as asked): its writer refills only what ACKs free, so a window leaves as one burst of
+    # ``chunk`` bytes behind the send() copies (``_rtt0``); else it writes ahead, ``chunk = seg``.
+    refill: bool = False
+    chunk: float = 0.0
 
 
 @dataclass
@@ -333,6 +338,7 @@ def describe_network(cfg: Config) -> _Net:
         # A window travels as ceil(window / seg_max) equal segments: the receiver's window
         # reopens only when its application has read (the window update), so the sender gets
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
+        seg_max_bytes = seg
         seg = window / math.ceil(window / seg)
         b = math.ceil(seg / mss)                   # frames per segment
         nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
@@ -343,6 +349,10 @@ def describe_network(cfg: Config) -> _Net:
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
         fl = _Flow(fp, mss, hdr, seg, window, per_g)
+        sndbuf = _sndbuf_bytes(model, fp.flow)
+        seg_top = min(seg_max_bytes, window)
+        fl.refill = sndbuf is not None and sndbuf < window + seg_top
+        fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = next(i for i, h in enumerate(hops) if h.kind == LINK)
@@ -356,6 +366,26 @@ def describe_network(cfg: Config) -> _Net:
         net.flows.append(fl)
     _compile(net)
     return net
+
+
+def _reads_per_window(window: float, seg_max: int) -> int:
+    """How many pieces a writer-ahead sender's window goes round in: the receiver reopens the
+    window by what each read takes, the sender fills each reopening at once, so the pieces are
+    the reads. A window within one segment goes as one; a larger one never as one (a piece is
+    read while the other is in flight) and as many segment-sized pieces as it holds whole
+    (the DES, e35_tx_single_vm with one 10GbE session at 2.93 GHz: 16KB and 8KB windows in
+    one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
+    three of 64KB, though their segments are ceil(window / seg_max) a window)."""
+    return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+def _sndbuf_bytes(model: Model, flow: int) -> int | None:
+    """The send buffer of ``flow``'s sender as the built model has it (``sndbuf_scale`` x the
+    socket); None when the workload keeps no TCP connections the engine can read."""
+    for c in getattr(model.workload, "connections", ()):
+        if getattr(c, "flow", None) == flow and hasattr(c, "sender"):
+            return c.sender.sndbuf
+    return None
 
 
 def _compile(net: _Net) -> None:
@@ -544,19 +574,22 @@ def demands(net: _Net, rates) -> State:
 # -- RTT and the solve ------------------------------------------------------------------------
 
 def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
-    """Each flow's path delays at the state's rates (no queueing): propagation, one segment and
-    one ACK on the wire, coalescing timers, one segment's / ACK train's service times."""
+    """Each flow's path delays at the state's rates (no queueing): propagation, one burst and
+    one ACK on the wire, coalescing timers, one burst's / ACK train's service times. The burst
+    is a segment (``seg``), or for a sender that refills its send buffer behind the ACKs
+    (``_Flow.refill``) the whole window's ``chunk``, whose send() copies are then in the loop
+    too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
     co = net.cfg.nic.coalescing
     timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
     n = len(net.flows)
     t = np.zeros(n)
     for i, fl in enumerate(net.flows):
-        # each link stores and forwards a whole segment (teaming: the wire, then the switch)
+        frames = math.ceil(fl.chunk / fl.mss)
+        # each link stores and forwards a whole burst (teaming: the wire, then the switch)
         t[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
-                + sum(math.ceil(fl.seg / fl.mss) * fl.frame_wire / net.link_rate[k]
-                      for k in fl.data_links)
+                + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
                 + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links)
-                + (timer if fl.seg / fl.mss < co.max_frames else 0.0) + timer)
+                + (timer if frames < co.max_frames else 0.0) + timer)
     if not with_service:
         return t
     ctx = net.e_section >= 0
@@ -564,10 +597,65 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
                       for k in net.keys])
     per = np.where(net.e_section == 0, st.quantities[net.e_flow, S],
                    st.quantities[net.e_flow, T])
+    # a data entry that grows with the bytes is paid for the whole burst
+    scale = np.array([fl.chunk / fl.seg for fl in net.flows])[net.e_flow]
+    bytes_q = np.isin(net.e_q, (G, *_LINEAR))
+    scale = np.where((net.e_section == 0) & bytes_q, scale, 1.0)
+    refill = np.array([fl.refill for fl in net.flows])[net.e_flow]
+    loop = ctx & (per > 0) & (refill | ~net.e_background)
     with np.errstate(divide="ignore", invalid="ignore"):
-        secs = np.where(ctx & (per > 0), st.entry / np.where(per > 0, per, 1)
+        secs = np.where(ctx & (per > 0), st.entry * scale / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
-    return t + np.bincount(net.e_flow, secs, n)
+    t += np.bincount(net.e_flow, np.where(loop, secs, 0.0), n)
+    if RESIDUAL_WAITS:
+        t += _residual_waits(net, st, secs, loop, clock)
+    return t
+
+
+RESIDUAL_WAITS = True   # the residual-service wait at busy cores in the window bound (below)
+
+
+def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
+                    clock: np.ndarray) -> np.ndarray:
+    """Each flow's waiting time per round trip behind work that is not its own loop's: at every
+    visit of its window's burst (or ACK train) to a core, the task in service there, if any,
+    finishes first (cores serve FIFO, without preemption). A task class ``h`` (one context's
+    work for one flow: its data pass, its ACK pass, or its application calls) keeps the core
+    busy ``U_h`` of the time with tasks of ``tau_h`` seconds; an arrival finds one in service
+    with probability ``U_h`` and waits its residual, ``tau_h / 2`` for a task of fixed length:
+    ``W_i = sum over flow i's visits v of sum over classes h at v's core, not in flow i's loop,
+    of U_h tau_h / 2``. Only the residual of the task in service, not a queue of them: the
+    windows' bursts are few (one per window, or a window's segments) and the classes' tasks
+    rarely pile up (DES, dev_vmxnet_64_10g_stream: 13 us of wait per vCPU task at 77%). Bounded
+    by the longest task, so it cannot blow up as an M/D/1 term at a saturated core does."""
+    ctx = (net.e_section >= 0) & (secs > 0)
+    if not ctx.any():
+        return np.zeros(len(net.flows))
+    app = np.isin([net.keys[k][1] for k in net.e_key], (costs.APP_SEND, costs.APP_RECV))
+    core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
+    # task classes: (context, flow, section, application calls or not)
+    gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + app
+    ids, g = np.unique(gid[ctx], return_inverse=True)
+    m = len(ids)
+    tau = np.bincount(g, secs[ctx], m)
+    busy = np.bincount(g, st.entry[ctx] / clock[net.e_key[ctx]], m)
+    g_core = np.zeros(m, dtype=int)
+    g_core[g] = core[ctx]
+    g_flow = np.zeros(m, dtype=int)
+    g_flow[g] = net.e_flow[ctx]
+    g_loop = np.zeros(m, dtype=bool)
+    g_loop[g[loop[ctx]]] = True
+    res = np.minimum(busy, 1.0) * tau / 2            # U_h tau_h / 2 per class
+    nc = len(net.cpu.core_clock)
+    n = len(net.flows)
+    at_core = np.bincount(g_core, res, nc)           # every class at a core
+    own = np.zeros((n, nc))                          # ... of them, the flow's own loop's
+    np.add.at(own, (g_flow[g_loop], g_core[g_loop]), res[g_loop])
+    visits = np.zeros((n, nc))
+    np.add.at(visits, (g_flow[g_loop], g_core[g_loop]), 1.0)
+    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
+    others = np.array([1 - fl.chunk / fl.window for fl in net.flows])
+    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
 
 
 def _window_mva(net: _Net, st: State, delay_s: np.ndarray,
