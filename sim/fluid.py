@@ -254,6 +254,7 @@ class _Net:
     link_prop_s: dict[str, float]
     pcie_rate: dict[str, float]            # bytes/s, key = channel name (PCI-X: shared)
     unknown: set = field(default_factory=set)
+    ctx_obj: dict = field(default_factory=dict)     # context name -> the model's Context
     # compiled (``_compile``)
     keys: list = field(default_factory=list)        # (context, term) | ("link", name) | ...
     e_key: np.ndarray = None
@@ -269,6 +270,7 @@ class _Net:
     e_halt: np.ndarray = None                       # wake-ups of halted vCPUs
     e_poll: np.ndarray = None                       # a direct device's per-interrupt work
     e_background: np.ndarray = None                 # work that does not wait for interrupts
+    e_app: np.ndarray = None                        # the applications' send()/recv() calls
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
     cpu: object = None                              # _CpuView
     crossings: np.ndarray = None
@@ -309,6 +311,7 @@ def describe_network(cfg: Config) -> _Net:
             pcie_rate[ch.name] = units.gbps_to_bytes_per_s(ch.rate_gbps)
     net = _Net(cfg, model, [], ctx_core, ctx_host, core_clock, core_host, link_rate, link_prop,
                pcie_rate)
+    net.ctx_obj = _contexts_by_name(model)
     hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
     mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
                           cfg.tcp.timestamps)
@@ -388,6 +391,63 @@ def _sndbuf_bytes(model: Model, flow: int) -> int | None:
     return None
 
 
+def _contexts_by_name(model: Model) -> dict:
+    out = {c.name: c for h in model.hosts() for c in h.contexts}
+    for peer in model.peers:
+        out.update((c.name, c) for c in peer.contexts())
+    return out
+
+
+def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: bool):
+    """The NUMA penalty of a context hop as (key, quantity, cycles per unit) entries: the DES's
+    ``Context.remote_penalty_cycles`` (per packet and per byte, once per home node that is not
+    its core's) on the packets and bytes each of its tasks declares (``numa``), and the receive
+    handler's ``numa_copy`` into the memory of the VM it delivers to
+    (``models.hypervisor``). What a task declares, by the kind of hop (the DES's call sites):
+    a NIC queue's handler, the frames and IP bytes it takes (``models.nic``); a vNIC's transmit
+    backend, its packets and no bytes (zero copy, ``models.vnic.base``); a vCPU or a peer's
+    context, by the work the hop does: its packets and payload bytes on the way down
+    (``send_down``) and up (its receive pass), the bytes its send()/recv() calls copy
+    (``models.workloads.base``), its ACK packets. Placement
+    as built (the default layout: the NUMA I/O scheduler's moves are the DES's)."""
+    ctx = net.ctx_obj.get(hop.name)
+    if ctx is None:
+        return []
+    per_pk = ctx.remote_penalty_cycles(1, 0)
+    per_b = ctx.remote_penalty_cycles(0, 1)
+    terms = {c.term for c in hop.charges}
+    data = section == "data"
+    out = []
+    if costs.DRIVER_RX in terms:                        # a NIC queue's receive handler
+        frames, nbytes = (D, None) if data else (A, None)
+        out += [((hop.name, costs.NUMA), frames, per_pk + per_b * fl.hdr)]
+        if data:
+            out += [((hop.name, costs.NUMA), G, per_b)]
+        vnic = net.model.vnics[fl.path.vm] if fl.path.vm < len(net.model.vnics) else None
+        if vnic is not None and (vm_rx if data else not vm_rx):   # into a VM's memory
+            home = vnic.memory_home
+            cp, cb = ctx.remote_penalty_cycles(1, 0, home), ctx.remote_penalty_cycles(0, 1, home)
+            out += [((hop.name, costs.NUMA_COPY), NIC_PK if data else A, cp)]
+            if data:
+                out += [((hop.name, costs.NUMA_COPY), G, cb)]
+    elif costs.BACKEND_TX in terms:                     # a vNIC's transmit backend
+        out += [((hop.name, costs.NUMA), S if data else A, per_pk)]
+    elif data and side == "send":
+        if costs.STACK_TX in terms:                     # send_down: its segments
+            out += [((hop.name, costs.NUMA), S, per_pk), ((hop.name, costs.NUMA), G, per_b)]
+        if costs.APP_SEND in terms:                     # send() copies
+            out += [((hop.name, costs.NUMA), G, per_b)]
+    elif data:
+        if terms & {costs.STACK_RX, costs.GUEST_DRIVER_RX}:   # the receive pass
+            out += [((hop.name, costs.NUMA), STACK_PK if vm_rx else NIC_PK, per_pk),
+                    ((hop.name, costs.NUMA), G, per_b)]
+        if costs.APP_RECV in terms:                     # recv() copies
+            out += [((hop.name, costs.NUMA), G, per_b)]
+    else:                                               # ACKs made or taken
+        out += [((hop.name, costs.NUMA), A, per_pk)]
+    return [e for e in out if e[2]]
+
+
 def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
@@ -431,6 +491,8 @@ def _compile(net: _Net) -> None:
                                   and c.per in table), None)
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
+                    for key, q, coef in _numa_entries(net, fl, hop, section, side, vm_rx):
+                        add(key, i, q, coef, s_i)
                     for c in hop.charges:
                         for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
                             if not cyc:
@@ -476,6 +538,8 @@ def _compile(net: _Net) -> None:
     net.e_poll = np.array(ep, dtype=bool)
     net.e_background = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key],
                                 dtype=bool)
+    net.e_app = np.array([net.keys[k][1] in (costs.APP_SEND, costs.APP_RECV)
+                          for k in net.e_key], dtype=bool)
     net.cpu = _cpu_view(net, net.tasks)
     n = len(net.flows)
     # flows x contexts: how many of a flow's paths (data, ACKs) cross each context
@@ -565,7 +629,7 @@ def demands(net: _Net, rates) -> State:
     # the rest leaves (``_polling``; DES, pt_passthrough_tx: the vCPU at 100%, no interrupt).
     _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock)
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
-                  cpu.core_clock, ws, net.e_background)
+                  cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
     return State(g, Q, entry, key_load, irq, tasks)
@@ -612,7 +676,8 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     return t
 
 
-RESIDUAL_WAITS = True   # the residual-service wait at busy cores in the window bound (below)
+RESIDUAL_WAITS = True
+HALT_APP_RECV = True   # the residual-service wait at busy cores in the window bound (below)
 
 
 def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
