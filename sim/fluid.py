@@ -10,10 +10,11 @@ terms, rings, PCIe directions, links) and the same parameters, and finds the ste
 max-min fair progressive filling. No cost is restated here: every cycle comes from a ``Charge``
 of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
 (``_halt_wakeups``), a busy receive vector polling (``_polling``, multicast), world switches on
-shared cores (``_world_switches``), paced senders, and a window bound with queueing by
-mean-value analysis (``_window_mva``, off by default: ``WINDOW_QUEUEING``). ``compare_all``
+shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
+bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
+``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
-Not modelled: TCP_RR, NUMA penalties, loss dynamics, latency distributions.
+Not modelled: TCP_RR, loss dynamics, latency distributions.
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------
@@ -59,26 +60,25 @@ Capacities and bounds
 - a PCIe direction: TLP bytes (payload + ``tlp_overhead`` per ``max_payload``), 16-byte
   descriptor fetches and write-backs per packet, doorbells, read requests (PCI-X: one shared
   channel);
-- the TCP window: ``window / RTT0`` per flow, with ``window = workload.socket_bytes`` (65535
-  without window scaling on both ends) and ``RTT0`` built from the path's own delays: two
-  propagations, serialisation of one segment and one ACK on the wire, the coalescing timer on
-  each side (0 when a burst alone reaches ``max_frames``) and the service time of one segment's
-  (one ACK train's) cycles on every context of the data (ACK) path. Left out of ``RTT0``:
-  queueing (M/D/1 terms), PCIe time, the delayed-ACK timer, the send buffer refilling. It is
-  iterated three times with the rates it yields.
+- the TCP window: ``window / RTT`` per flow, with ``window = workload.socket_bytes`` (65535
+  without window scaling on both ends) going round in the pieces its reads reopen
+  (``_reads_per_window``; one burst behind the send() copies for a sender that refills its
+  send buffer behind the ACKs, ``_Flow.refill``) and ``RTT`` built from the path's own delays:
+  two propagations, serialisation of one piece and one ACK on the wire, the coalescing timer on
+  each side (0 when a piece alone reaches ``max_frames``), the service time of one piece's (one
+  ACK train's) cycles on every context of the data (ACK) path, and the residual of the task in
+  service at every core it visits (``_residual_waits``). Left out: queues longer than one task,
+  PCIe time, the delayed-ACK timer. Iterated (damped) with the rates it yields.
 - Sharing: max-min fair progressive filling (SimGrid's flow-level model): raise all unfrozen
   flows' rates together until a constraint saturates (bisection on the common rate, the loads
   being monotone but not linear in the rates), freeze the flows that cross it, repeat.
 
-Reported ``rtt_us``: ``RTT0`` for a window-bound flow, else ``window / rate`` (Little's law with
-the full window in flight, the queueing at the bottleneck included); loss 0 by construction.
-Left out (the DES has them): loss and its onset, queueing delays and latency distributions
-(so a window-limited loop through a nearly busy context, e.g. the peer's softirq at 80% in
-dev_vmxnet_64_10g_stream, is not slowed by its queue: the issue's M/D/1 or a closed-network
-mean-value analysis of the window's segments would be), transients and slow start, delayed
-ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, world-switch cycles
-of shared cores (now modelled, above), NUMA penalties, service-time jitter, ring and queue
-limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
+Reported ``rtt_us``: the window bound's ``RTT`` for a window-bound flow, else ``window / rate``
+(Little's law with the full window in flight, the queueing at the bottleneck included); loss 0
+by construction. Left out (the DES has them): loss and its onset, queues longer than the task
+in service and latency distributions, transients and slow start, delayed
+ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, the NUMA I/O
+scheduler's moves (the built layout is priced), service-time jitter, ring and queue limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
 turn-around costs left out).
 """
 from __future__ import annotations
@@ -696,7 +696,7 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     ctx = (net.e_section >= 0) & (secs > 0)
     if not ctx.any():
         return np.zeros(len(net.flows))
-    app = np.isin([net.keys[k][1] for k in net.e_key], (costs.APP_SEND, costs.APP_RECV))
+    app = net.e_app
     core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
     # task classes: (context, flow, section, application calls or not)
     gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + app
