@@ -343,6 +343,10 @@ def describe_network(cfg: Config) -> _Net:
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
         seg_max_bytes = seg
         seg = window / math.ceil(window / seg)
+        if cfg.workload.rate_limit_mbps > 0:
+            # A paced sender writes one message when it is due and the window is open: each
+            # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
+            seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
         b = math.ceil(seg / mss)                   # frames per segment
         nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
         sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
