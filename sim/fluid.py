@@ -402,6 +402,21 @@ def _contexts_by_name(model: Model) -> dict:
     return out
 
 
+def _rx_data_node(net: _Net, fl: _Flow, reader):
+    """Where a VM receiver's data sit when its application copies them: the node of the core
+    whose handler wrote them into the vNIC (``Vm.rx_data_home``: the hypervisor's receive
+    handler, ``models.hypervisor``); the reader's own home for a peer or a direct device."""
+    if not hasattr(net.model.workload, "connections") or fl.path.direction != "rx" \
+            and not net.cfg.topology.vm_partner:
+        return None
+    for hop in fl.path.data:
+        c = net.ctx_obj.get(hop.name)
+        if c is not None and hop.kind == CONTEXT and costs.DRIVER_RX in {
+                ch.term for ch in hop.charges} and c is not reader:
+            return c.core.node
+    return None
+
+
 def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: bool):
     """The NUMA penalty of a context hop as (key, quantity, cycles per unit) entries: the DES's
     ``Context.remote_penalty_cycles`` (per packet and per byte, once per home node that is not
@@ -430,10 +445,9 @@ def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: boo
         vnic = net.model.vnics[fl.path.vm] if fl.path.vm < len(net.model.vnics) else None
         if vnic is not None and (vm_rx if data else not vm_rx):   # into a VM's memory
             home = vnic.memory_home
-            cp, cb = ctx.remote_penalty_cycles(1, 0, home), ctx.remote_penalty_cycles(0, 1, home)
-            out += [((hop.name, costs.NUMA_COPY), NIC_PK if data else A, cp)]
-            if data:
-                out += [((hop.name, costs.NUMA_COPY), G, cb)]
+            cp = ctx.remote_penalty_cycles(1, 0, home)
+            # per packet written into the guest (after software LRO), nothing per byte
+            out += [((hop.name, costs.NUMA_COPY), SW_PK if data else A, cp)]
     elif costs.BACKEND_TX in terms:                     # a vNIC's transmit backend
         out += [((hop.name, costs.NUMA), S if data else A, per_pk)]
     elif data and side == "send":
@@ -445,8 +459,9 @@ def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: boo
         if terms & {costs.STACK_RX, costs.GUEST_DRIVER_RX}:   # the receive pass
             out += [((hop.name, costs.NUMA), STACK_PK if vm_rx else NIC_PK, per_pk),
                     ((hop.name, costs.NUMA), G, per_b)]
-        if costs.APP_RECV in terms:                     # recv() copies
-            out += [((hop.name, costs.NUMA), G, per_b)]
+        if costs.APP_RECV in terms:   # recv() copies, from where the data sit (``rx_data_home``)
+            out += [((hop.name, costs.NUMA), G, ctx.remote_penalty_cycles(
+                0, 1, _rx_data_node(net, fl, ctx)))]
     else:                                               # ACKs made or taken
         out += [((hop.name, costs.NUMA), A, per_pk)]
     return [e for e in out if e[2]]
