@@ -10,10 +10,11 @@ terms, rings, PCIe directions, links) and the same parameters, and finds the ste
 max-min fair progressive filling. No cost is restated here: every cycle comes from a ``Charge``
 of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
 (``_halt_wakeups``), a busy receive vector polling (``_polling``, multicast), world switches on
-shared cores (``_world_switches``), paced senders, and a window bound with queueing by
-mean-value analysis (``_window_mva``, off by default: ``WINDOW_QUEUEING``). ``compare_all``
+shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
+bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
+``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
-Not modelled: TCP_RR, NUMA penalties, loss dynamics, latency distributions.
+Not modelled: TCP_RR, loss dynamics, latency distributions.
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------
@@ -59,26 +60,25 @@ Capacities and bounds
 - a PCIe direction: TLP bytes (payload + ``tlp_overhead`` per ``max_payload``), 16-byte
   descriptor fetches and write-backs per packet, doorbells, read requests (PCI-X: one shared
   channel);
-- the TCP window: ``window / RTT0`` per flow, with ``window = workload.socket_bytes`` (65535
-  without window scaling on both ends) and ``RTT0`` built from the path's own delays: two
-  propagations, serialisation of one segment and one ACK on the wire, the coalescing timer on
-  each side (0 when a burst alone reaches ``max_frames``) and the service time of one segment's
-  (one ACK train's) cycles on every context of the data (ACK) path. Left out of ``RTT0``:
-  queueing (M/D/1 terms), PCIe time, the delayed-ACK timer, the send buffer refilling. It is
-  iterated three times with the rates it yields.
+- the TCP window: ``window / RTT`` per flow, with ``window = workload.socket_bytes`` (65535
+  without window scaling on both ends) going round in the pieces its reads reopen
+  (``_reads_per_window``; one burst behind the send() copies for a sender that refills its
+  send buffer behind the ACKs, ``_Flow.refill``) and ``RTT`` built from the path's own delays:
+  two propagations, serialisation of one piece and one ACK on the wire, the coalescing timer on
+  each side (0 when a piece alone reaches ``max_frames``), the service time of one piece's (one
+  ACK train's) cycles on every context of the data (ACK) path, and the residual of the task in
+  service at every core it visits (``_residual_waits``). Left out: queues longer than one task,
+  PCIe time, the delayed-ACK timer. Iterated (damped) with the rates it yields.
 - Sharing: max-min fair progressive filling (SimGrid's flow-level model): raise all unfrozen
   flows' rates together until a constraint saturates (bisection on the common rate, the loads
   being monotone but not linear in the rates), freeze the flows that cross it, repeat.
 
-Reported ``rtt_us``: ``RTT0`` for a window-bound flow, else ``window / rate`` (Little's law with
-the full window in flight, the queueing at the bottleneck included); loss 0 by construction.
-Left out (the DES has them): loss and its onset, queueing delays and latency distributions
-(so a window-limited loop through a nearly busy context, e.g. the peer's softirq at 80% in
-dev_vmxnet_64_10g_stream, is not slowed by its queue: the issue's M/D/1 or a closed-network
-mean-value analysis of the window's segments would be), transients and slow start, delayed
-ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, world-switch cycles
-of shared cores (now modelled, above), NUMA penalties, service-time jitter, ring and queue
-limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
+Reported ``rtt_us``: the window bound's ``RTT`` for a window-bound flow, else ``window / rate``
+(Little's law with the full window in flight, the queueing at the bottleneck included); loss 0
+by construction. Left out (the DES has them): loss and its onset, queues longer than the task
+in service and latency distributions, transients and slow start, delayed
+ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, the NUMA I/O
+scheduler's moves (the built layout is priced), service-time jitter, ring and queue limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
 turn-around costs left out).
 """
 from __future__ import annotations
@@ -234,6 +234,11 @@ class _Flow:
     ack_links: tuple = ()
     frame_wire: int = 0
     ack_wire: int = 0
+    # The sender's send buffer cannot hold the window and the next segment (Windows: SO_SNDBUF
+    # as asked): its writer refills only what ACKs free, so a window leaves as one burst of
+    # ``chunk`` bytes behind the send() copies (``_rtt0``); else it writes ahead, ``chunk = seg``.
+    refill: bool = False
+    chunk: float = 0.0
 
 
 @dataclass
@@ -249,6 +254,7 @@ class _Net:
     link_prop_s: dict[str, float]
     pcie_rate: dict[str, float]            # bytes/s, key = channel name (PCI-X: shared)
     unknown: set = field(default_factory=set)
+    ctx_obj: dict = field(default_factory=dict)     # context name -> the model's Context
     # compiled (``_compile``)
     keys: list = field(default_factory=list)        # (context, term) | ("link", name) | ...
     e_key: np.ndarray = None
@@ -264,6 +270,7 @@ class _Net:
     e_halt: np.ndarray = None                       # wake-ups of halted vCPUs
     e_poll: np.ndarray = None                       # a direct device's per-interrupt work
     e_background: np.ndarray = None                 # work that does not wait for interrupts
+    e_app: np.ndarray = None                        # the applications' send()/recv() calls
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
     cpu: object = None                              # _CpuView
     crossings: np.ndarray = None
@@ -304,6 +311,7 @@ def describe_network(cfg: Config) -> _Net:
             pcie_rate[ch.name] = units.gbps_to_bytes_per_s(ch.rate_gbps)
     net = _Net(cfg, model, [], ctx_core, ctx_host, core_clock, core_host, link_rate, link_prop,
                pcie_rate)
+    net.ctx_obj = _contexts_by_name(model)
     hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
     mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
                           cfg.tcp.timestamps)
@@ -333,7 +341,12 @@ def describe_network(cfg: Config) -> _Net:
         # A window travels as ceil(window / seg_max) equal segments: the receiver's window
         # reopens only when its application has read (the window update), so the sender gets
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
+        seg_max_bytes = seg
         seg = window / math.ceil(window / seg)
+        if cfg.workload.rate_limit_mbps > 0:
+            # A paced sender writes one message when it is due and the window is open: each
+            # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
+            seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
         b = math.ceil(seg / mss)                   # frames per segment
         nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
         sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
@@ -343,6 +356,10 @@ def describe_network(cfg: Config) -> _Net:
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
         fl = _Flow(fp, mss, hdr, seg, window, per_g)
+        sndbuf = _sndbuf_bytes(model, fp.flow)
+        seg_top = min(seg_max_bytes, window)
+        fl.refill = sndbuf is not None and sndbuf < window + seg_top
+        fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = next(i for i, h in enumerate(hops) if h.kind == LINK)
@@ -356,6 +373,98 @@ def describe_network(cfg: Config) -> _Net:
         net.flows.append(fl)
     _compile(net)
     return net
+
+
+def _reads_per_window(window: float, seg_max: int) -> int:
+    """How many pieces a writer-ahead sender's window goes round in: the receiver reopens the
+    window by what each read takes, the sender fills each reopening at once, so the pieces are
+    the reads. A window within one segment goes as one; a larger one never as one (a piece is
+    read while the other is in flight) and as many segment-sized pieces as it holds whole
+    (the DES, e35_tx_single_vm with one 10GbE session at 2.93 GHz: 16KB and 8KB windows in
+    one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
+    three of 64KB, though their segments are ceil(window / seg_max) a window)."""
+    return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+def _sndbuf_bytes(model: Model, flow: int) -> int | None:
+    """The send buffer of ``flow``'s sender as the built model has it (``sndbuf_scale`` x the
+    socket); None when the workload keeps no TCP connections the engine can read."""
+    for c in getattr(model.workload, "connections", ()):
+        if getattr(c, "flow", None) == flow and hasattr(c, "sender"):
+            return c.sender.sndbuf
+    return None
+
+
+def _contexts_by_name(model: Model) -> dict:
+    out = {c.name: c for h in model.hosts() for c in h.contexts}
+    for peer in model.peers:
+        out.update((c.name, c) for c in peer.contexts())
+    return out
+
+
+def _rx_data_node(net: _Net, fl: _Flow, reader):
+    """Where a VM receiver's data sit when its application copies them: the node of the core
+    whose handler wrote them into the vNIC (``Vm.rx_data_home``: the hypervisor's receive
+    handler, ``models.hypervisor``); the reader's own home for a peer or a direct device."""
+    if not hasattr(net.model.workload, "connections") or fl.path.direction != "rx" \
+            and not net.cfg.topology.vm_partner:
+        return None
+    for hop in fl.path.data:
+        c = net.ctx_obj.get(hop.name)
+        if c is not None and hop.kind == CONTEXT and costs.DRIVER_RX in {
+                ch.term for ch in hop.charges} and c is not reader:
+            return c.core.node
+    return None
+
+
+def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: bool):
+    """The NUMA penalty of a context hop as (key, quantity, cycles per unit) entries: the DES's
+    ``Context.remote_penalty_cycles`` (per packet and per byte, once per home node that is not
+    its core's) on the packets and bytes each of its tasks declares (``numa``), and the receive
+    handler's ``numa_copy`` into the memory of the VM it delivers to
+    (``models.hypervisor``). What a task declares, by the kind of hop (the DES's call sites):
+    a NIC queue's handler, the frames and IP bytes it takes (``models.nic``); a vNIC's transmit
+    backend, its packets and no bytes (zero copy, ``models.vnic.base``); a vCPU or a peer's
+    context, by the work the hop does: its packets and payload bytes on the way down
+    (``send_down``) and up (its receive pass), the bytes its send()/recv() calls copy
+    (``models.workloads.base``), its ACK packets. Placement
+    as built (the default layout: the NUMA I/O scheduler's moves are the DES's)."""
+    ctx = net.ctx_obj.get(hop.name)
+    if ctx is None:
+        return []
+    per_pk = ctx.remote_penalty_cycles(1, 0)
+    per_b = ctx.remote_penalty_cycles(0, 1)
+    terms = {c.term for c in hop.charges}
+    data = section == "data"
+    out = []
+    if costs.DRIVER_RX in terms:                        # a NIC queue's receive handler
+        frames, nbytes = (D, None) if data else (A, None)
+        out += [((hop.name, costs.NUMA), frames, per_pk + per_b * fl.hdr)]
+        if data:
+            out += [((hop.name, costs.NUMA), G, per_b)]
+        vnic = net.model.vnics[fl.path.vm] if fl.path.vm < len(net.model.vnics) else None
+        if vnic is not None and (vm_rx if data else not vm_rx):   # into a VM's memory
+            home = vnic.memory_home
+            cp = ctx.remote_penalty_cycles(1, 0, home)
+            # per packet written into the guest (after software LRO), nothing per byte
+            out += [((hop.name, costs.NUMA_COPY), SW_PK if data else A, cp)]
+    elif costs.BACKEND_TX in terms:                     # a vNIC's transmit backend
+        out += [((hop.name, costs.NUMA), S if data else A, per_pk)]
+    elif data and side == "send":
+        if costs.STACK_TX in terms:                     # send_down: its segments
+            out += [((hop.name, costs.NUMA), S, per_pk), ((hop.name, costs.NUMA), G, per_b)]
+        if costs.APP_SEND in terms:                     # send() copies
+            out += [((hop.name, costs.NUMA), G, per_b)]
+    elif data:
+        if terms & {costs.STACK_RX, costs.GUEST_DRIVER_RX}:   # the receive pass
+            out += [((hop.name, costs.NUMA), STACK_PK if vm_rx else NIC_PK, per_pk),
+                    ((hop.name, costs.NUMA), G, per_b)]
+        if costs.APP_RECV in terms:   # recv() copies, from where the data sit (``rx_data_home``)
+            out += [((hop.name, costs.NUMA), G, ctx.remote_penalty_cycles(
+                0, 1, _rx_data_node(net, fl, ctx)))]
+    else:                                               # ACKs made or taken
+        out += [((hop.name, costs.NUMA), A, per_pk)]
+    return [e for e in out if e[2]]
 
 
 def _compile(net: _Net) -> None:
@@ -401,6 +510,8 @@ def _compile(net: _Net) -> None:
                                   and c.per in table), None)
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
+                    for key, q, coef in _numa_entries(net, fl, hop, section, side, vm_rx):
+                        add(key, i, q, coef, s_i)
                     for c in hop.charges:
                         for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
                             if not cyc:
@@ -446,6 +557,8 @@ def _compile(net: _Net) -> None:
     net.e_poll = np.array(ep, dtype=bool)
     net.e_background = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key],
                                 dtype=bool)
+    net.e_app = np.array([net.keys[k][1] in (costs.APP_SEND, costs.APP_RECV)
+                          for k in net.e_key], dtype=bool)
     net.cpu = _cpu_view(net, net.tasks)
     n = len(net.flows)
     # flows x contexts: how many of a flow's paths (data, ACKs) cross each context
@@ -535,7 +648,7 @@ def demands(net: _Net, rates) -> State:
     # the rest leaves (``_polling``; DES, pt_passthrough_tx: the vCPU at 100%, no interrupt).
     _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock)
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
-                  cpu.core_clock, ws, net.e_background)
+                  cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
     return State(g, Q, entry, key_load, irq, tasks)
@@ -544,19 +657,22 @@ def demands(net: _Net, rates) -> State:
 # -- RTT and the solve ------------------------------------------------------------------------
 
 def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
-    """Each flow's path delays at the state's rates (no queueing): propagation, one segment and
-    one ACK on the wire, coalescing timers, one segment's / ACK train's service times."""
+    """Each flow's path delays at the state's rates (no queueing): propagation, one burst and
+    one ACK on the wire, coalescing timers, one burst's / ACK train's service times. The burst
+    is a segment (``seg``), or for a sender that refills its send buffer behind the ACKs
+    (``_Flow.refill``) the whole window's ``chunk``, whose send() copies are then in the loop
+    too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
     co = net.cfg.nic.coalescing
     timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
     n = len(net.flows)
     t = np.zeros(n)
     for i, fl in enumerate(net.flows):
-        # each link stores and forwards a whole segment (teaming: the wire, then the switch)
+        frames = math.ceil(fl.chunk / fl.mss)
+        # each link stores and forwards a whole burst (teaming: the wire, then the switch)
         t[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
-                + sum(math.ceil(fl.seg / fl.mss) * fl.frame_wire / net.link_rate[k]
-                      for k in fl.data_links)
+                + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
                 + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links)
-                + (timer if fl.seg / fl.mss < co.max_frames else 0.0) + timer)
+                + (timer if frames < co.max_frames else 0.0) + timer)
     if not with_service:
         return t
     ctx = net.e_section >= 0
@@ -564,10 +680,66 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
                       for k in net.keys])
     per = np.where(net.e_section == 0, st.quantities[net.e_flow, S],
                    st.quantities[net.e_flow, T])
+    # a data entry that grows with the bytes is paid for the whole burst
+    scale = np.array([fl.chunk / fl.seg for fl in net.flows])[net.e_flow]
+    bytes_q = np.isin(net.e_q, (G, *_LINEAR))
+    scale = np.where((net.e_section == 0) & bytes_q, scale, 1.0)
+    refill = np.array([fl.refill for fl in net.flows])[net.e_flow]
+    loop = ctx & (per > 0) & (refill | ~net.e_background)
     with np.errstate(divide="ignore", invalid="ignore"):
-        secs = np.where(ctx & (per > 0), st.entry / np.where(per > 0, per, 1)
+        secs = np.where(ctx & (per > 0), st.entry * scale / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
-    return t + np.bincount(net.e_flow, secs, n)
+    t += np.bincount(net.e_flow, np.where(loop, secs, 0.0), n)
+    if RESIDUAL_WAITS:
+        t += _residual_waits(net, st, secs, loop, clock)
+    return t
+
+
+RESIDUAL_WAITS = True
+HALT_APP_RECV = True   # the residual-service wait at busy cores in the window bound (below)
+
+
+def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
+                    clock: np.ndarray) -> np.ndarray:
+    """Each flow's waiting time per round trip behind work that is not its own loop's: at every
+    visit of its window's burst (or ACK train) to a core, the task in service there, if any,
+    finishes first (cores serve FIFO, without preemption). A task class ``h`` (one context's
+    work for one flow: its data pass, its ACK pass, or its application calls) keeps the core
+    busy ``U_h`` of the time with tasks of ``tau_h`` seconds; an arrival finds one in service
+    with probability ``U_h`` and waits its residual, ``tau_h / 2`` for a task of fixed length:
+    ``W_i = sum over flow i's visits v of sum over classes h at v's core, not in flow i's loop,
+    of U_h tau_h / 2``. Only the residual of the task in service, not a queue of them: the
+    windows' bursts are few (one per window, or a window's segments) and the classes' tasks
+    rarely pile up (DES, dev_vmxnet_64_10g_stream: 13 us of wait per vCPU task at 77%). Bounded
+    by the longest task, so it cannot blow up as an M/D/1 term at a saturated core does."""
+    ctx = (net.e_section >= 0) & (secs > 0)
+    if not ctx.any():
+        return np.zeros(len(net.flows))
+    app = net.e_app
+    core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
+    # task classes: (context, flow, section, application calls or not)
+    gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + app
+    ids, g = np.unique(gid[ctx], return_inverse=True)
+    m = len(ids)
+    tau = np.bincount(g, secs[ctx], m)
+    busy = np.bincount(g, st.entry[ctx] / clock[net.e_key[ctx]], m)
+    g_core = np.zeros(m, dtype=int)
+    g_core[g] = core[ctx]
+    g_flow = np.zeros(m, dtype=int)
+    g_flow[g] = net.e_flow[ctx]
+    g_loop = np.zeros(m, dtype=bool)
+    g_loop[g[loop[ctx]]] = True
+    res = np.minimum(busy, 1.0) * tau / 2            # U_h tau_h / 2 per class
+    nc = len(net.cpu.core_clock)
+    n = len(net.flows)
+    at_core = np.bincount(g_core, res, nc)           # every class at a core
+    own = np.zeros((n, nc))                          # ... of them, the flow's own loop's
+    np.add.at(own, (g_flow[g_loop], g_core[g_loop]), res[g_loop])
+    visits = np.zeros((n, nc))
+    np.add.at(visits, (g_flow[g_loop], g_core[g_loop]), 1.0)
+    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
+    others = np.array([1 - fl.chunk / fl.window for fl in net.flows])
+    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
 
 
 def _window_mva(net: _Net, st: State, delay_s: np.ndarray,
