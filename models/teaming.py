@@ -123,8 +123,9 @@ class TeamedVswitch(Vswitch):
     def pending_of(self, burst: Burst) -> Ring:
         return self.pendings[self.member_of(burst)]
 
-    def charges(self, direction: str, uplink: bool = True) -> list[costs.Charge]:
-        out = super().charges(direction, uplink)
+    def charges(self, direction: str, uplink: bool = True,
+                sort: bool = False) -> list[costs.Charge]:
+        out = super().charges(direction, uplink, sort)
         if direction == "tx" and uplink and self.team.per_packet:
             out.append(costs.Charge.of(costs.TEAMING, self.hash_cost))
         return out

@@ -1,4 +1,5 @@
-"""Every experiment in configs/experiment/ composes, validates and dry-runs end to end.
+"""Every experiment in configs/experiment/ composes, validates, declares its path (``sim path``,
+which the fluid engine reads) and dry-runs end to end.
 
 Parametrized over the files found at collection time, so an experiment added later is covered
 without touching this file. The dry run is very short (10 ms warm-up, 20 ms window) and must
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from sim.builder import build
 from sim.compose import compose_checked
+from sim.path import describe
 from sim.runner import run_experiment
 from tests.conftest import CONFIG_DIR
 
@@ -26,6 +29,7 @@ def test_experiment_composes_and_dry_runs(name):
     cfg = compose_checked(CONFIG_DIR, [f"experiment={name}", *DRY])
     assert cfg.meta.name == name            # the file names itself in its meta block
     assert cfg.meta.description
+    assert "[context]" in describe(build(cfg))
     res = run_experiment(cfg)
     goodput = res.summary["goodput_gbps"]
     assert math.isfinite(goodput) and goodput > 0
