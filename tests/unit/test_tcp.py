@@ -225,6 +225,9 @@ class _App:
     def app_context(self, flow):
         return self.ctx
 
+    def app_woken(self, ctx):
+        """No price for waking the application (``StackHost.app_woken``)."""
+
 
 def test_tiny_messages_reach_tcp_in_tasks_of_at_most_64_calls():
     """1-byte send() calls: the first 64 bytes reach TCP after 64 calls (64 us), not after the
