@@ -228,6 +228,9 @@ class _App:
     def app_woken(self, ctx):
         """No price for waking the application (``StackHost.app_woken``)."""
 
+    def rx_data_home(self, flow):
+        return None  # the data are at the reader's own home (``StackHost.rx_data_home``)
+
 
 def test_tiny_messages_reach_tcp_in_tasks_of_at_most_64_calls():
     """1-byte send() calls: the first 64 bytes reach TCP after 64 calls (64 us), not after the
