@@ -336,9 +336,11 @@ class Vm(StackHost):
         if not batch or not hasattr(self.vnic, "rx_queue_of"):
             return super().deliver(batch)
         waker = self.vnic.rx_queue_of(batch[0]).vcpu
-        self._stack_vcpu = waker
-        after = super().deliver(batch)
-        self._stack_vcpu = None
+        outer, self._stack_vcpu = self._stack_vcpu, waker
+        try:
+            after = super().deliver(batch)
+        finally:
+            self._stack_vcpu = outer  # a nested delivery leaves the outer one's vCPU
         if after is None:
             return None
 
@@ -355,7 +357,8 @@ class Vm(StackHost):
     def app_woken(self, ctx: Context) -> None:
         """The guest's stack on one vCPU woke an application whose vCPU is halted: the
         scheduler sends it a reschedule IPI. Under hardware virtualization without APIC
-        virtualization the IPI is a write to the APIC's ICR, an exit on the sending vCPU
+        virtualization (every hypervisor profile here: none models APICv) the IPI is a
+        write to the APIC's ICR, an exit on the sending vCPU
         (``exit_cycles``, term ``exits``), and the target vCPU is woken from its halt as by a
         virtual interrupt (``wakeup_cycles``, term ``halt_wakeup``). A vCPU that is running
         needs neither; nor does a wake-up on the vCPU that took the data in."""
@@ -372,8 +375,10 @@ class Vm(StackHost):
 
     def send_down(self, burst: Burst, terms: dict) -> None:
         costs.merge(terms, self.vnic.tx_guest_terms(burst))  # the doorbell: at the post
-        # What the stack emits while taking in a batch (ACKs) leaves from the vCPU that took
-        # it in (the softirq's CPU); the rest from the flow's application vCPU.
+        # What the stack emits while taking in a batch (its ACKs, and data segments the ACKs
+        # it took in let out) leaves from the vCPU that took it in (the softirq's CPU); the
+        # rest from the flow's application vCPU. ``sim.path`` still declares it all on the
+        # application vCPU, and the fluid engine prices no reschedule IPIs (docs/status.md).
         vcpu = self._stack_vcpu or self.app_context(burst.flow)
         vcpu.then(terms, lambda: self.vnic.guest_send(burst, vcpu),
                   packets=burst.packets, n_bytes=burst.payload_bytes)

@@ -14,7 +14,11 @@ shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entri
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
-Not modelled: TCP_RR, loss dynamics, latency distributions.
+Not modelled: TCP_RR, loss dynamics, latency distributions; of the DES's newer mechanisms, the
+reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``), a
+multicast receiver's NUMA fetch of its copy, and ``numa_copy`` into a partner VM (VM to VM:
+``_numa_entries`` prices the copy into the VM under test only; the v2v hosts have no NUMA
+penalty today, so nothing shows).
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------
@@ -695,8 +699,10 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     return t
 
 
-RESIDUAL_WAITS = True
-HALT_APP_RECV = True   # the residual-service wait at busy cores in the window bound (below)
+RESIDUAL_WAITS = True  # the residual-service wait at busy cores in the window bound (below)
+# recv() calls, like send() calls, are work a virtual interrupt can find running (the halt and
+# wake-up share, ``_halt_wakeups``'s ``background``)
+HALT_APP_RECV = True
 
 
 def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
@@ -1286,7 +1292,8 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
     1`` each interrupt's work ends before the next arrives and every interrupt pays (DES,
     mc_default_30k: 19860 wake-ups for 19860 virtual interrupts at 29% utilisation; random
     arrivals would find it halted only ``1 - u`` of the time, PASTA), except while it runs
-    work that does not wait for them (``background``: a sender's ``send()`` calls), which an
+    work that does not wait for them (``background``: the applications' ``send()`` and
+    ``recv()`` calls), which an
     interrupt finds running with that work's utilisation ``u_bg`` (PASTA for that part; DES,
     e35_tx_jumbo: 51% of the virtual interrupts wake the vCPU, send() calls take 47%); once
     ``b + w`` would pass 1 the vCPU is busy when the next one comes and only the idle time is
