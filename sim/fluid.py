@@ -16,9 +16,7 @@ bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0`
 runs every experiment in both engines (``python -m sim compare --all``).
 Not modelled: TCP_RR, loss dynamics, latency distributions; of the DES's newer mechanisms, the
 reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``), a
-multicast receiver's NUMA fetch of its copy, and ``numa_copy`` into a partner VM (VM to VM:
-``_numa_entries`` prices the copy into the VM under test only; the v2v hosts have no NUMA
-penalty today, so nothing shows).
+multicast receiver's NUMA fetch of its copy.
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------
@@ -424,9 +422,9 @@ def _rx_data_node(net: _Net, fl: _Flow, reader):
 def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: bool):
     """The NUMA penalty of a context hop as (key, quantity, cycles per unit) entries: the DES's
     ``Context.remote_penalty_cycles`` (per packet and per byte, once per home node that is not
-    its core's) on the packets and bytes each of its tasks declares (``numa``), and the receive
-    handler's ``numa_copy`` into the memory of the VM it delivers to
-    (``models.hypervisor``). What a task declares, by the kind of hop (the DES's call sites):
+    its core's) on the packets and bytes each of its tasks declares (``numa``); the receive
+    handler's ``numa_copy`` into the memory of the VM it delivers to is a ``Charge`` of the
+    path (``sim.path._into``), priced as any other. What a task declares, by the kind of hop (the DES's call sites):
     a NIC queue's handler, the frames and IP bytes it takes (``models.nic``); a vNIC's transmit
     backend, its packets and no bytes (zero copy, ``models.vnic.base``); a vCPU or a peer's
     context, by the work the hop does: its packets and payload bytes on the way down
@@ -446,12 +444,7 @@ def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: boo
         out += [((hop.name, costs.NUMA), frames, per_pk + per_b * fl.hdr)]
         if data:
             out += [((hop.name, costs.NUMA), G, per_b)]
-        vnic = net.model.vnics[fl.path.vm] if fl.path.vm < len(net.model.vnics) else None
-        if vnic is not None and (vm_rx if data else not vm_rx):   # into a VM's memory
-            home = vnic.memory_home
-            cp = ctx.remote_penalty_cycles(1, 0, home)
-            # per packet written into the guest (after software LRO), nothing per byte
-            out += [((hop.name, costs.NUMA_COPY), SW_PK if data else A, cp)]
+        # the copy into a VM's memory (``numa_copy``) is a charge the path declares
     elif costs.BACKEND_TX in terms:                     # a vNIC's transmit backend
         out += [((hop.name, costs.NUMA), S if data else A, per_pk)]
     elif data and side == "send":

@@ -244,14 +244,17 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
         return [_ring(rxq.ring)]  # switched by the sender's backend (``_out``)
     nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
     hv = model.cfg.hypervisor
+    # The copy into ``dst``'s memory on another node: per packet written (after software LRO),
+    # nothing per byte (``models.hypervisor.HypervisorRx.cost``).
+    per_copy = nic_rxq.context.remote_penalty_cycles(1, 0, vnic.memory_home)
+    numa = [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="packet")] if per_copy else []
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
             _ctx(nic_rxq.context, hv.driver_charges("rx"),
                  vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
                      vswitch.ports)),
-                 vnic.backend_charges("rx"),
-                 note=f"; {costs.NUMA_COPY} per packet when the VM's memory is on another "
-                      "node; the guest's recv copy pays numa per byte when its vCPU is "
-                      "not on this node (the data sit in its cache)"),
+                 vnic.backend_charges("rx"), numa,
+                 note="; the guest's recv copy pays numa per byte when its vCPU is not on "
+                      "this node (the data sit in its cache)"),
             _ring(rxq.ring)]
 
 

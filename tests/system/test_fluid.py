@@ -386,3 +386,22 @@ def test_a_paced_sender_sends_a_segment_per_message():
                        / cfg.workload.message_bytes)
     assert res.summary["wire_frames_per_s"] > res.summary["goodput_gbps"] * 1e9 / 8 \
         * frames_per_byte
+
+
+def test_numa_copy_into_a_partner_vm_is_priced_as_the_des_charges_it():
+    """VM to VM across two vswitches with the QPI penalties: the receive handler of the
+    partner's port writes into the partner's memory on the other node and pays ``numa_copy``
+    per packet written; the path declares it on that handler's hop for the destination vNIC
+    (``sim.path._into``), so the fluid engine prices it for a partner as for the VM under test
+    (it used to price the VM under test's copies only)."""
+    from sim.runner import run_experiment
+    over = ["experiment=v2v_cross_vswitch", "host.numa.remote_per_packet_cycles=300",
+            "host.numa.remote_per_byte_cycles=0.3", "run.replications=1", "run.warmup_s=0.02",
+            "run.measure_s=0.03"]
+    cfg = compose_checked("configs", over)
+    fl = _terms(fluid.solve(cfg), "nic1.rxq0.irq", "numa_copy")
+    assert fl > 0
+    des = run_experiment(cfg).tables["cost_terms"]
+    want = float(des[(des.context == "nic1.rxq0.irq")
+                     & (des.term == "numa_copy")]["cycles_per_s"].sum())
+    assert fl == pytest.approx(want, rel=0.10)
