@@ -15,8 +15,7 @@ bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0`
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
 Not modelled: TCP_RR, loss dynamics, latency distributions; of the DES's newer mechanisms, the
-reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``), a
-multicast receiver's NUMA fetch of its copy.
+reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``).
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
 --------------------------------------------------------------------

@@ -283,16 +283,27 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                       _ring(model.workload.receivers[v].member.queue, "splitRxMode"),
                       _ctx(vnic.net_context, [Charge.of(costs.REPLICATION, rep.params.copy,
                                                         unit="copy")],
-                           vnic.backend_charges("rx"))]
+                           vnic.backend_charges("rx"), _numa(vnic.net_context, None))]
+        copied_on = None         # the member's context made the copy: the VM's memory home
     else:
         path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx"),
                               rep.numa_charges(vnic, nic_rxq.context)))
+        copied_on = nic_rxq.context.core.node   # ``Replicator.deliver``: where the copy sits
     receiver = vm.charges("udp_receiver")
     app = [Charge.of(costs.APP, model.cfg.workload.multicast.app, unit="datagram")]
+    app_ctx = vm.app_context(stream.flow)
     path.data += [_ring(rxq.ring),
                   _ctx(rxq.vcpu, vnic.guest_charges("rx"), _pick(receiver, costs.STACK_UDP_RX)),
-                  _ctx(vm.app_context(stream.flow), _pick(receiver, costs.APP_RECV), app)]
+                  _ctx(app_ctx, _pick(receiver, costs.APP_RECV), app,
+                       _numa(app_ctx, copied_on))]
     return path
+
+
+def _numa(ctx, home) -> list[Charge]:
+    """``ctx``'s NUMA penalty per datagram and per byte it touches homed on ``home`` (None: its
+    own home), as ``Context.execute`` charges it (term ``numa``): multicast's copy and read."""
+    per_pk, per_b = ctx.remote_penalty_cycles(1, 0, home), ctx.remote_penalty_cycles(0, 1, home)
+    return [Charge(costs.NUMA, 0.0, per_pk, per_b, unit="datagram")] if per_pk or per_b else []
 
 
 def sketch(path: FlowPath) -> str:

@@ -405,3 +405,21 @@ def test_numa_copy_into_a_partner_vm_is_priced_as_the_des_charges_it():
     want = float(des[(des.context == "nic1.rxq0.irq")
                      & (des.term == "numa_copy")]["cycles_per_s"].sum())
     assert fl == pytest.approx(want, rel=0.10)
+
+
+@pytest.mark.parametrize("experiment", ["mc_default_30k", "mc_split_30k"])
+def test_multicast_numa_of_the_readers_and_copy_contexts_as_the_des(experiment):
+    """A multicast receiver's read pays ``numa`` per datagram and byte fetched from where its
+    copy sits (default mode: the vector's node, ``Replicator.deliver``), and split mode's copy
+    context pays it on the VM's memory; the path declares both (``sim.path._numa``), so the
+    fluid engine prices what the DES charges."""
+    from sim.runner import run_experiment
+    cfg = compose_checked("configs", [f"experiment={experiment}", "workload.vms=8",
+                                      "run.replications=1", "run.warmup_s=0.02",
+                                      "run.measure_s=0.03"])
+    fl = fluid.solve(cfg).tables["cost_terms"]
+    des = run_experiment(cfg).tables["cost_terms"]
+    got = float(fl[fl.term == "numa"]["cycles_per_s"].sum())
+    want = float(des[des.term == "numa"]["cycles_per_s"].sum())
+    assert want > 0
+    assert got == pytest.approx(want, rel=0.05)
