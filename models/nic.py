@@ -23,7 +23,8 @@ Modelled:
 - PCIe (when the port is given its card's ``PcieLink``): RX frames wait in an on-card RX FIFO
   of ``rx_fifo_bytes`` for their DMA (overflow: ``rx_fifo_overflow``); TX bursts are fetched
   into a TX FIFO of ``tx_fifo_bytes`` ahead of the wire (``models.pcie``). The TX FIFO holds
-  what the wire has still to send and drains at the line rate: a burst is fetched once its
+  the fetched bytes the wire has still to send, each burst draining with its wire time: a
+  burst is fetched once its
   first frame fits (the card segments on the fly, so a TSO segment larger than the FIFO
   streams through it and the next follows it on the wire without a gap). Without a link the
   bus is ideal (the peer's NIC): a fetch is free and instantaneous, and the FIFO holds only the
@@ -235,8 +236,6 @@ class NicPort:
             # to take and a burst can be booked when it is posted (the same wire times).
             self._fifo_bytes = math.inf if params.tx_queues == 1 else 0
         self._fifo_used = 0
-        # The TX FIFO drains at the line rate: bytes per second (with a PcieLink only).
-        self._drain_bytes_per_s = units.gbps_to_bytes_per_s(params.link.line_rate_gbps)
         self._room_timer = False    # a wake-up for FIFO room (before the next departure)
         # Fetched bursts until their last bit has left: (end_s, queue, burst, FIFO bytes, eager).
         # An eager one has on_space callbacks to run then: a departure event is scheduled for
@@ -299,14 +298,32 @@ class NicPort:
                 return q
         return None
 
+    def _wire_s(self, burst: Burst) -> float:
+        return units.transmit_time_s(burst.wire_bytes, self.params.link.line_rate_gbps)
+
     def _fifo_level(self, now: float) -> float:
         """Bytes in the TX FIFO at ``now``: those fetched and not yet on the wire. The FIFO
-        drains frame by frame at the line rate, so it holds at most what the wire has still to
-        send (a TSO segment larger than the FIFO streams through it)."""
-        waiting_s = self.tx_link.free_at_s - now
-        if waiting_s <= 0.0:
-            return 0.0
-        return min(float(self._fifo_used), waiting_s * self._drain_bytes_per_s)
+        drains frame by frame as the wire sends (a TSO segment larger than the FIFO streams
+        through it): a burst on the wire holds the share of its fetched bytes that its wire
+        time has still to send (DMA bytes, as the FIFO counts them; its wire time also covers
+        preamble, gap and every frame's headers)."""
+        level = 0.0
+        for end, _, burst, size, _ in reversed(self._sent):   # wire order: ends increase
+            if end <= now:
+                break
+            left = (end - now) / self._wire_s(burst)
+            level += size if left >= 1.0 else size * left
+        return level
+
+    def _room_at(self, target: float) -> float:
+        """When the FIFO's level falls to ``target`` bytes (``_fifo_level`` solved for the
+        time, burst by burst from the last one booked)."""
+        tail = 0.0
+        for end, _, burst, size, _ in reversed(self._sent):
+            if tail + size > target:
+                return end - self._wire_s(burst) * (target - tail) / size
+            tail += size
+        return self.env.now
 
     def _pump(self) -> None:
         """Take bursts, the queue whose turn it is first, while the TX FIFO has room (an empty
@@ -347,7 +364,7 @@ class NicPort:
         if self._blocked and dma is not None and not self._room_timer:
             # Room for the waiting burst's first frame: when the wire's backlog has drained to
             # the FIFO's size less that frame.
-            at = link.free_at_s - (self._fifo_bytes - need) / self._drain_bytes_per_s
+            at = self._room_at(self._fifo_bytes - need)
             self._room_timer = True
             # (never at once: a wake-up that found no room again must not spin in place)
             Timeout(env, max(at - env.now, 1e-12), at).callbacks.append(self._room)
