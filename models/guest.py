@@ -327,7 +327,7 @@ class Vm(StackHost):
     def rx_data_home(self, flow: int):
         """Where the vNIC's writer left the received data (its core's node; None before any,
         or for a device the NIC writes into directly: the VM's memory home)."""
-        return self.vnic.rx_data_node if self.vnic is not None else None
+        return self.vnic.rx_data_nodes.get(flow) if self.vnic is not None else None
 
     # -- cross-vCPU wake-ups (reschedule IPIs) ----------------------------------------------
     def deliver(self, batch: list[Burst]):

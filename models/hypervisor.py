@@ -211,7 +211,7 @@ class HypervisorRx:
         descriptor and headers are partial-line stores that need the line from the remote
         home first), nothing per byte: full-line payload stores are posted, the core does not
         wait for them, and the remote transfer is paid by whoever reads the data next (the
-        guest's copy to user, ``rx_data_node``; ``docs/models.md``, NUMA)."""
+        guest's copy to user, ``rx_data_nodes``; ``docs/models.md``, NUMA)."""
         nic_packets = n_bytes = 0
         for b in rx.batch:
             nic_packets += b.packets
@@ -246,5 +246,5 @@ class HypervisorRx:
             for b in rx.switched:
                 vnic = self._vnic(b.dst)
                 if vnic is not None:
-                    vnic.rx_data_node = node
+                    vnic.rx_data_nodes[b.flow] = node
         self.vswitch.receive(rx.switched, node)

@@ -164,11 +164,12 @@ class Replicator:
     def deliver(self, bursts: list[Burst], node=None) -> None:
         """After the receiving context paid: a copy of each group burst to each member.
         ``node``: the receiving context's NUMA node, where default mode's copies now sit
-        (the member's reader pays to fetch them from there: ``rx_data_node``)."""
+        (the member's reader pays to fetch them from there: ``rx_data_nodes``)."""
         for dst, group_bursts in self._by_group(bursts).items():
             for m in self.groups.get(dst, ()):
                 if m.queue is None and node is not None:
-                    m.vnic.rx_data_node = node
+                    for b in group_bursts:
+                        m.vnic.rx_data_nodes[b.flow] = node
                 copies = [b._copy(dst=m.port_id) for b in group_bursts]
                 if m.queue is not None:  # split mode: count what the member's queue accepts
                     copies = [a for a in map(m.queue.offer, copies) if a is not None]

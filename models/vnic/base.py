@@ -145,11 +145,12 @@ class GuestDevice:
         self.virtual_interrupts = 0
         self.halt_wakeups = 0  # virtual interrupts that found their vCPU halted
         self.rx_frames = self.rx_packets = 0  # into the guest (packets: LRO aggregates count 1)
-        # The NUMA node whose cache holds the received data the guest reads next: the node of
-        # the core that last wrote it into guest memory (the vNIC backend's copy, in the RX
-        # vector's context: ``models.hypervisor.HypervisorRx.deliver``); None: where the
-        # hardware put it, the guest memory's home (a direct device DMAs into it).
-        self.rx_data_node = None
+        # Per flow, the NUMA node whose cache holds the received data the guest reads next:
+        # the node of the core that last wrote the flow's data into guest memory (the vNIC
+        # backend's copy, in the RX vector's context: ``models.hypervisor.HypervisorRx.deliver``;
+        # a multicast copy: ``models.replication``); absent: where the hardware put it, the
+        # guest memory's home (a direct device DMAs into it).
+        self.rx_data_nodes: dict[int, int] = {}
 
     def attach_guest(self, rx_terms: Callable[[list[Burst]], dict],
                      deliver: Callable[[list[Burst]], None], lro: bool) -> None:
