@@ -247,7 +247,7 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     # The copy into ``dst``'s memory on another node: per packet written (after software LRO),
     # nothing per byte (``models.hypervisor.HypervisorRx.cost``).
     per_copy = nic_rxq.context.remote_penalty_cycles(1, 0, vnic.memory_home)
-    numa = [costs.Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="packet")] if per_copy else []
+    numa = [Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="packet")] if per_copy else []
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
             _ctx(nic_rxq.context, hv.driver_charges("rx"),
                  vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
