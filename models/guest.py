@@ -332,8 +332,9 @@ class Vm(StackHost):
     # -- cross-vCPU wake-ups (reschedule IPIs) ----------------------------------------------
     def deliver(self, batch: list[Burst]):
         """As ``StackHost.deliver``; the wake-ups it returns run knowing which vCPU took the
-        batch in (the one its RX queue interrupts), for ``app_woken``."""
-        if not batch or not hasattr(self.vnic, "rx_queue_of"):
+        batch in (the one its RX queue interrupts), for ``app_woken``. One vCPU takes
+        everything in and wakes nobody else: nothing to track (the common, hot case)."""
+        if len(self.vcpus) == 1 or not batch or not hasattr(self.vnic, "rx_queue_of"):
             return super().deliver(batch)
         waker = self.vnic.rx_queue_of(batch[0]).vcpu
         outer, self._stack_vcpu = self._stack_vcpu, waker
