@@ -884,6 +884,9 @@ def solve(cfg: Config):
     from sim.runner import Results
     if cfg.workload.kind == "udp_multicast":
         return _solve_multicast(cfg)
+    if cfg.workload.kind == "tcp_rr":       # request/response loops: sim/fluid_rr.py
+        from sim import fluid_rr
+        return fluid_rr.solve(cfg)
     net = describe_network(cfg)
     fill, st, aux = _solve_net(net)
     # No timings in the results: the same config gives the same numbers (time it outside).
@@ -981,6 +984,7 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
 
 COMPARED = ("goodput_gbps", "host_cpu_util_pct", "cycles_per_bit", "wire_frames_per_s",
             "host_packets_per_s", "loss_ratio", "rtt_us")
+RR_COMPARED = ("transactions_per_s", "rr_latency_mean_us")
 
 
 def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1,
@@ -994,7 +998,7 @@ def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1
         des_summary = run_experiment(short).summary
     fl = solve(cfg).summary
     rows = []
-    for m in COMPARED:
+    for m in COMPARED + (RR_COMPARED if cfg.workload.kind == "tcp_rr" else ()):
         d, f = des_summary.get(m, math.nan), fl.get(m, math.nan)
         try:
             rel = (f - d) / d if d else math.nan

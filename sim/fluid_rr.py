@@ -1,0 +1,381 @@
+"""The fluid engine for TCP_RR: transactions/s and CPU of a request/response loop, solved from
+the declared data path (``sim.path``) with the models' own charges.
+
+netperf TCP_RR keeps one transaction in flight per session (``models.workloads.tcp_rr``): the
+client writes a request, the server reads it and writes the response, the client reads it and
+starts the next. A transaction is one request through the data path of the session's direction
+and one response through the data path of the other direction (``sim.path._tcp_path`` with the
+roles swapped); the ACKs ride on the next message (the DES's interactive receivers:
+piggy-backed, free). Per transaction:
+
+- cycles: every ``Charge`` of every context hop of both paths, times the count its ``per`` /
+  ``unit`` names for one message of ``m`` bytes (``_counts``): one send() and one recv() call,
+  ``ceil(m / seg_max)`` segments (doorbells, backend passes), ``frames`` frames, the receiver's
+  NIC packets and stack packets after hardware or software LRO, one interrupt, one virtual
+  interrupt and one handler pass on the receiving side (a lone message: nothing else is pending
+  on its queues), plus ``payload x per_byte``. Messages of more than two stack packets add the
+  every-second-segment ACKs on the other direction's ACK hops (off the latency path).
+- halt wake-ups (the charge per "virtual interrupt that finds the vCPU halted"): a vCPU that
+  only waits for this session's message is halted when it comes: one per message; with
+  ``k`` sessions on one vCPU, the share of messages finding it idle, ``1 - U (k - 1) / k``
+  (PASTA over the other sessions' work), iterated.
+- world switches (``host.cpu.context_switch_cycles``): walking the transaction's tasks in
+  order, a core pays one whenever its next task belongs to another context than its last
+  (``models.cpu.Core.switch_cycles``; exact for one session).
+
+Latency of one transaction (``rr_latency_mean_us``), the sum of what the message meets:
+
+- each context hop's cycles for the message (the wake-up and switches included: the DES
+  prices them into the task) over its core's clock;
+- each receive ring with a coalescer: a lone message arms the timer and waits it out (NIC RX
+  queues of the host and the peer, ``nic.coalescing``; a vNIC's emulated virtual-interrupt
+  delay, ``vnic.rx_interrupt_delay_us``), none when its frames reach ``max_frames``; adaptive
+  coalescing: the class the queue's IP bytes per microsecond select (``models.coalescing``),
+  without hysteresis, iterated with the latency;
+- each link: the message's frames serialised at line rate, plus propagation;
+- each PCIe hop: the message's TLP bytes (payload, headers, descriptor, doorbell) at the
+  channel's rate.
+
+Rate: ``X = sessions / latency``, bounded by each core (``clock / cycles per transaction``
+summed over the contexts placed on it); the ``bottleneck`` table names ``latency`` or the
+core. Host CPU: cycles per transaction x ``X`` over the host's cores.
+Left out: queueing between sessions on a shared context (one session per experiment today),
+NUMA penalties (``numa`` terms: none in the RR experiments' DES), service-time jitter,
+TCP's delayed-ACK timer and Nagle for multi-segment messages, the adaptive coalescer's
+hysteresis. Units: seconds inside, microseconds in results.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from models import costs, units
+from models.vxlan import inner_mtu_bytes
+from sim.builder import Model, _seg_max, build
+from sim.config import Config
+from sim.path import CONTEXT, LINK, PCIE, RING, _tcp_path
+
+HALT = "virtual interrupt that finds the vCPU halted"
+# A charge's per/unit -> the message's count, by side of the wire (the sender's hops come
+# before the first link or, VM to VM on one vswitch, up to the switching backend).
+_SEND = {"send() call": "calls", "segment": "segs", "frame": "frames", "packet": "segs",
+         "doorbell": "segs", "pass": "segs"}
+_RECV = {"interrupt": "irq", "virtual interrupt": "irq", "pass": "irq", "NIC packet": "nic_pk",
+         "frame": "frames", "packet (aggregate)": "stack_pk", "recv() call": "calls",
+         "packet": "sw_pk", HALT: "halt"}
+_ACK_SEND = {"ACK train": "trains", "ACK": "acks", "packet": "acks", "frame": "acks",
+             "doorbell": "trains", "pass": "trains"}
+_ACK_RECV = {"interrupt": "trains", "virtual interrupt": "trains", "pass": "trains",
+             "NIC packet": "acks", "frame": "acks", "packet": "acks", "ACK": "acks",
+             HALT: "trains"}
+
+
+def _coalescers(model: Model) -> dict:
+    """Ring name -> the coalescing parameters of the queue it interrupts from: NIC RX queues of
+    every host and peer, and the vNICs' emulated virtual-interrupt delay."""
+    out = {}
+    for h in model.hosts():
+        for nic in h.nics:
+            for q in nic.rx_queues:
+                out[q.ring.name] = q.coalescer.params
+        for vm in h.vms:
+            for q in getattr(vm.vnic, "rxq", ()):
+                if q.coalescer is not None:
+                    out[q.ring.name] = q.coalescer.params
+    for peer in model.peers:
+        for q in peer.nic.rx_queues:
+            out[q.ring.name] = q.coalescer.params
+    return out
+
+
+def _timer_s(co, frames: int, ip_bytes: float, interval_s: float) -> float:
+    """How long a lone message of ``frames`` frames waits in a coalescing queue that sees one
+    such message every ``interval_s``."""
+    if frames >= co.max_frames:
+        return 0.0
+    if co.mode != "adaptive":
+        return units.us_to_s(co.timer_us)
+    bpu = ip_bytes / units.s_to_us(interval_s) if interval_s > 0 else math.inf
+    timer = (co.adaptive_lowest_timer_us if bpu <= co.adaptive_low_bytes_per_us else
+             co.adaptive_low_timer_us if bpu <= co.adaptive_bulk_bytes_per_us else
+             co.adaptive_bulk_timer_us)
+    return units.us_to_s(timer)
+
+
+class _Message:
+    """One message of ``m`` payload bytes from ``sender`` to ``receiver`` (a VM or a peer)."""
+
+    def __init__(self, cfg: Config, model: Model, m: int, seg_max: int, mss: int, hdr: int,
+                 vm_rx: bool, hw: int, sw: int):
+        self.m, self.hdr, self.mss = m, hdr, mss
+        sizes = [seg_max] * (m // seg_max) + ([m % seg_max] if m % seg_max else [])
+        self.segs = len(sizes)
+        per_seg = [math.ceil(s / mss) for s in sizes]
+        self.frames = sum(per_seg)
+        self.nic_pk = sum(math.ceil(b / min(hw, b)) for b in per_seg) if hw > 1 else self.frames
+        self.sw_pk = (self.nic_pk if hw > 1 else
+                      sum(math.ceil(b / min(sw, b)) for b in per_seg) if sw > 1 else self.frames)
+        self.stack_pk = self.sw_pk if vm_rx else self.nic_pk
+        self.calls = self.irq = 1
+        self.halt = 1.0
+        self.acks = self.stack_pk // 2 if self.stack_pk > 2 else 0
+        self.trains = 1 if self.acks else 0
+        self.frame_sizes = [min(mss, s - k * mss) for s in sizes for k in range(math.ceil(s / mss))]
+        self.segment_sizes = sizes
+
+
+class _Leg:
+    """A message's data hops and the ACK hops going back, with the counts that price them."""
+
+    def __init__(self, data, acks, msg: _Message):
+        self.data, self.acks, self.msg = data, acks, msg
+
+
+def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
+    """Session ``f``'s request leg and response leg."""
+    w = cfg.workload
+    d = w.direction
+    back = "rx" if d == "tx" else "tx"
+    hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
+    mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
+                          cfg.tcp.timestamps)
+    vnic = model.vnics[v]
+    vm_other = cfg.topology.vm_partner
+    sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
+              if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
+    legs = []
+    for direction, m in ((d, w.rr.request_bytes), (back, w.rr.response_bytes)):
+        # as describe_network reads a stream's sender and receiver (sim/fluid.py)
+        if direction == "tx":
+            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+            if vm_other:
+                hw, sw = (cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1), sw_lro
+            else:
+                hw, sw = (cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1), 1
+        else:
+            seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
+            hw, sw = (cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1), sw_lro
+        msg = _Message(cfg, model, m, seg, mss, hdr, direction == "rx" or vm_other, hw, sw)
+        path = _tcp_path(model, f, v, "tcp_rr", direction)
+        legs.append(_Leg(path.data, path.acks, msg))
+    return legs[0], legs[1]
+
+
+def _sides(hops) -> list[str]:
+    """"send" or "recv" for each hop: the receiver's from the first link on, or (one vswitch,
+    no link) after the backend that switches the message into the partner's vNIC."""
+    out, side = [], "send"
+    has_link = any(h.kind == LINK for h in hops)
+    for h in hops:
+        if h.kind == LINK:
+            side = "recv"
+        out.append(side)
+        if not has_link and h.kind == CONTEXT and any(c.term == costs.BACKEND_TX
+                                                      for c in h.charges):
+            side = "recv"
+    return out
+
+
+class _Task:
+    """One context's work for one message: name, cycles by term, counts priced."""
+
+    def __init__(self, ctx: str, terms: dict, halt_cycles: float):
+        self.ctx, self.terms, self.halt_cycles = ctx, terms, halt_cycles
+
+
+def _price(hop, table: dict, msg: _Message, per_byte: bool, unknown: set) -> tuple[dict, float]:
+    """Cycles by term of one context hop for one message (the halt wake-up apart)."""
+    terms, halt = {}, 0.0
+    for c in hop.charges:
+        for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
+            if not cyc:
+                continue
+            if what not in table:
+                unknown.add((c.term, what))
+                continue
+            if what == HALT:
+                halt += cyc * getattr(msg, table[what])
+                continue
+            costs.add(terms, c.term, cyc * getattr(msg, table[what]))
+        if per_byte:
+            costs.add(terms, c.term, c.per_byte_cycles * msg.m)
+    return terms, halt
+
+
+def solve(cfg: Config, iterations: int = 30):
+    """The steady state of a TCP_RR run: a ``sim.runner.Results``."""
+    from sim.fluid import _contexts_by_name, _placement
+    from sim.runner import Results
+    model = build(cfg)
+    ctx_core, ctx_host, core_clock, core_host = _placement(model)
+    ctx_obj = _contexts_by_name(model)
+    co_of = _coalescers(model)
+    p = cfg.pcie
+    wire = (units.vxlan_frame_wire_bytes if cfg.hypervisor.vswitch.vxlan.enabled
+            else units.frame_wire_bytes)
+    link_rate, link_prop = {}, {}
+    for nic in [*(n for h in model.hosts() for n in h.nics), *(q.nic for q in model.peers)]:
+        link_rate[nic.tx_link.name] = units.gbps_to_bytes_per_s(nic.tx_link.params.line_rate_gbps)
+        link_prop[nic.tx_link.name] = units.ns_to_s(nic.tx_link.params.propagation_ns)
+    for link in (lk for sw in model.switches for lk in (sw.to_peer, *sw.to_member)):
+        link_rate[link.name] = units.gbps_to_bytes_per_s(link.params.line_rate_gbps)
+        link_prop[link.name] = units.ns_to_s(link.params.propagation_ns)
+    pcie_rate = {ch.name: units.gbps_to_bytes_per_s(ch.rate_gbps)
+                 for h in model.hosts() for card in h.cards for ch in (card.up, card.down)}
+
+    def tlp(n: float) -> float:
+        return n + math.ceil(n / p.max_payload_bytes) * p.tlp_overhead_bytes
+
+    unknown: set = set()
+    sessions = []      # per session: tasks (in order), fixed delays, coalescing waits
+    for rec in model.workload.flows():
+        f, v = rec["flow"], rec["vm"]
+        tasks, fixed_s, waits, ack_tasks, frames = [], 0.0, [], [], 0
+        for leg in _legs(cfg, model, f, v):
+            msg = leg.msg
+            frames += msg.frames
+            ip_bytes = msg.m + msg.frames * msg.hdr
+            for hop, side in zip(leg.data, _sides(leg.data)):
+                if hop.kind == CONTEXT:
+                    table = _SEND if side == "send" else _RECV
+                    terms, halt = _price(hop, table, msg, True, unknown)
+                    tasks.append(_Task(hop.name, terms, halt))
+                elif hop.kind == RING and side == "recv" and hop.name in co_of:
+                    waits.append((co_of[hop.name], msg.frames, ip_bytes, hop.name))
+                elif hop.kind == LINK:
+                    fixed_s += sum(wire(b + msg.hdr) for b in msg.frame_sizes) / \
+                        link_rate[hop.name] + link_prop[hop.name]
+                elif hop.kind == PCIE:
+                    if side == "recv":   # frames written up, one write-back each
+                        n = sum(tlp(b + msg.hdr + 14 + 4) + p.descriptor_bytes +
+                                p.tlp_overhead_bytes for b in msg.frame_sizes)
+                    else:                # segments fetched, descriptors, doorbells
+                        n = sum(tlp(s + msg.hdr + 14) + p.descriptor_bytes +
+                                2 * p.tlp_overhead_bytes + p.doorbell_bytes
+                                for s in msg.segment_sizes)
+                    fixed_s += n / pcie_rate[hop.name]
+            if msg.acks:    # off the latency path: the every-second-segment ACKs
+                for hop, side in zip(leg.acks, _sides(leg.acks)):
+                    if hop.kind == CONTEXT:
+                        table = _ACK_SEND if side == "send" else _ACK_RECV
+                        terms, halt = _price(hop, table, msg, False, unknown)
+                        ack_tasks.append(_Task(hop.name, terms, halt))
+        sessions.append((f, v, tasks, fixed_s, waits, ack_tasks, frames))
+
+    # World switches: walk each session's tasks in order (cyclically); a core pays one when
+    # its next task is another context's.
+    switch_cycles = {c: ctx_obj[c].core.params.context_switch_cycles for c in ctx_obj}
+    n_sessions = len(sessions)
+    per_vcpu = {}
+    for s in sessions:
+        for t in s[2]:
+            if t.halt_cycles:
+                per_vcpu.setdefault(t.ctx, set()).add(s[0])
+    x = np.zeros(n_sessions)
+    lat = np.full(n_sessions, 1e-4)
+    util = {}
+    halt_share = {c: 1.0 for c in per_vcpu}
+    for _ in range(iterations):
+        ctx_cycles, ctx_terms = {}, {}
+        new_lat = np.zeros(n_sessions)
+        for i, (f, v, tasks, fixed_s, waits, ack_tasks, frames) in enumerate(sessions):
+            last = {}
+            order = [t for t in tasks]
+            for t in order:                 # the cyclic order's last context on each core
+                last[ctx_core[t.ctx]] = t.ctx
+            service = 0.0
+            for t in order:
+                core = ctx_core[t.ctx]
+                terms = dict(t.terms)
+                if t.halt_cycles:
+                    costs.add(terms, costs.HALT_WAKEUP, t.halt_cycles * halt_share[t.ctx])
+                if last[core] != t.ctx:
+                    costs.add(terms, costs.WORLD_SWITCH, switch_cycles[t.ctx])
+                last[core] = t.ctx
+                cyc = costs.total(terms)
+                service += cyc / core_clock[core]
+                acc = ctx_terms.setdefault((i, t.ctx), {})
+                costs.merge(acc, terms)
+            for t in ack_tasks:
+                costs.merge(ctx_terms.setdefault((i, t.ctx), {}), t.terms)
+            wait = sum(_timer_s(co, fr, ib, lat[i]) for co, fr, ib, _ in waits)
+            new_lat[i] = service + fixed_s + wait
+        # Each session closes its own loop; the cores bound them together.
+        x_lat = 1.0 / new_lat
+        core_load = {}
+        for (i, c), terms in ctx_terms.items():
+            core_load[ctx_core[c]] = core_load.get(ctx_core[c], 0.0) + \
+                costs.total(terms) * x_lat[i]
+        scale, binding = 1.0, "latency"
+        for core, load in core_load.items():
+            if load > core_clock[core] and core_clock[core] / load < scale:
+                scale, binding = core_clock[core] / load, core
+        new_x = x_lat * scale
+        util = {}
+        for (i, c), terms in ctx_terms.items():
+            util[c] = util.get(c, 0.0) + costs.total(terms) * new_x[i] / core_clock[ctx_core[c]]
+        for c, flows in per_vcpu.items():
+            k = len(flows)
+            halt_share[c] = max(0.0, 1.0 - util.get(c, 0.0) * (k - 1) / k)
+        done = np.allclose(new_lat, lat, rtol=1e-9) and np.allclose(new_x, x, rtol=1e-9)
+        lat, x = new_lat, new_x
+        if done:
+            break
+
+    tps = float(x.sum())
+    terms_rows, ctx_cycles = [], {}
+    for (i, c), terms in ctx_terms.items():
+        for term, cyc in terms.items():
+            terms_rows.append((c, term, cyc * x[i]))
+            ctx_cycles[c] = ctx_cycles.get(c, 0.0) + cyc * x[i]
+    ct = pd.DataFrame(terms_rows, columns=["context", "term", "cycles_per_s"])
+    ct = ct.groupby(["context", "term"], as_index=False)["cycles_per_s"].sum()
+    core_cycles = {}
+    for c, cyc in ctx_cycles.items():
+        core_cycles[ctx_core[c]] = core_cycles.get(ctx_core[c], 0.0) + cyc
+    host_cycles = sum(v for k, v in core_cycles.items() if core_host[k])
+    host_capacity = sum(c for k, c in core_clock.items() if core_host[k])
+    w = cfg.workload
+    goodput_bps = tps * 8 * (w.rr.request_bytes + w.rr.response_bytes)
+    gbps = goodput_bps / 1e9
+    frames_per_txn = np.array([s[6] for s in sessions], dtype=float)
+    summary = {
+        "goodput_gbps": gbps,
+        "transactions_per_s": tps,
+        "host_cpu_util_pct": 100 * host_cycles / host_capacity,
+        "cycles_per_bit": host_cycles / goodput_bps if goodput_bps else math.nan,
+        "wire_frames_per_s": float((frames_per_txn * x).sum()),
+        "host_packets_per_s": float((frames_per_txn * x).sum()),
+        "loss_ratio": 0.0,
+        "rtt_us": units.s_to_us(float(lat.mean())),
+        "rr_latency_mean_us": units.s_to_us(float(lat.mean())),
+        "regime": "latency-bound" if binding == "latency" else "cpu-bound",
+        "fluid_rounds": 1,
+        "fluid_evaluations": 1,
+    }
+    if unknown:
+        summary["fluid_unpriced_units"] = "; ".join(sorted(f"{t}/{u}" for t, u in unknown))
+    flows = pd.DataFrame({"flow": [s[0] for s in sessions], "vm": [s[1] for s in sessions],
+                          "goodput_gbps": [xi * 8 * (w.rr.request_bytes + w.rr.response_bytes)
+                                           / 1e9 for xi in x],
+                          "transactions_per_s": list(x),
+                          "rr_latency_us": [units.s_to_us(li) for li in lat]})
+    bn_util = 100 * core_cycles.get(binding, 0.0) / core_clock[binding] \
+        if binding != "latency" else 100.0
+    bottleneck = pd.DataFrame([{"flow": s[0], "vm": s[1],
+                                "kind": "latency" if binding == "latency" else "context",
+                                "constraint": "latency" if binding == "latency"
+                                else f"core {binding}", "util_pct": bn_util}
+                               for s in sessions])
+    contexts = pd.DataFrame([{"context": c, "host": ctx_host[c],
+                              "util_pct": 100 * cyc / core_clock[ctx_core[c]]}
+                             for c, cyc in sorted(ctx_cycles.items())])
+    cores = pd.DataFrame([{"core": k.split(":")[-1], "host": core_host[k],
+                           "util_pct": 100 * core_cycles.get(k, 0.0) / c}
+                          for k, c in core_clock.items()])
+    tables = {"flows": flows, "bottleneck": bottleneck, "contexts": contexts,
+              "cost_terms": ct.sort_values(["context", "term"], ignore_index=True),
+              "cores": cores, "rr_sessions": flows[["flow", "vm", "transactions_per_s"]]}
+    return Results(cfg, summary, {k: None for k in summary}, [summary], tables)

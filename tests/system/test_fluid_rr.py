@@ -1,0 +1,67 @@
+"""The fluid engine on TCP_RR (``sim/fluid_rr.py``): closed forms of the latency loop and a
+cross-check against short DES runs."""
+import pytest
+
+from sim import fluid
+from sim.compose import compose_checked
+from sim.runner import run_experiment
+
+
+def _solve(*overrides):
+    return fluid.solve(compose_checked("configs", list(overrides)))
+
+
+def test_one_session_runs_one_transaction_per_latency():
+    s = _solve("experiment=dev_vmxnet_32_10g_rr").summary
+    assert s["regime"] == "latency-bound"
+    assert s["transactions_per_s"] == pytest.approx(1e6 / s["rr_latency_mean_us"], rel=1e-9)
+    assert s["goodput_gbps"] == pytest.approx(s["transactions_per_s"] * 2 * 8 / 1e9, rel=1e-9)
+    assert "fluid_unpriced_units" not in s
+
+
+def test_a_lone_message_waits_out_each_coalescing_timer():
+    """Request and response each cross one coalescing NIC queue (the peer's, the host's): 20
+    more microseconds of timer add 40 to the transaction."""
+    base = _solve("experiment=dev_vmxnet_32_10g_rr", "nic.coalescing.timer_us=20").summary
+    more = _solve("experiment=dev_vmxnet_32_10g_rr", "nic.coalescing.timer_us=40").summary
+    assert more["rr_latency_mean_us"] - base["rr_latency_mean_us"] == pytest.approx(40, abs=1e-6)
+    # a frame threshold of one fires at once: no timer at all
+    none = _solve("experiment=dev_vmxnet_32_10g_rr", "nic.coalescing.max_frames=1").summary
+    assert base["rr_latency_mean_us"] - none["rr_latency_mean_us"] == pytest.approx(40, abs=1e-6)
+
+
+def test_the_halted_vcpu_is_woken_once_per_transaction():
+    """The client's vCPU waits for the response halted: one wake-up per transaction, its
+    cycles in the latency (the DES prices them into the receive pass)."""
+    a = _solve("experiment=dev_vmxnet_32_10g_rr", "hypervisor.vcpu_halt_wakeup_cycles=20000")
+    b = _solve("experiment=dev_vmxnet_32_10g_rr", "hypervisor.vcpu_halt_wakeup_cycles=50000")
+    clock = a.config.host.cpu.clock_hz
+    dl = b.summary["rr_latency_mean_us"] - a.summary["rr_latency_mean_us"]
+    assert dl == pytest.approx(30000 / clock * 1e6, rel=1e-9)
+    ct = a.tables["cost_terms"].set_index(["context", "term"])["cycles_per_s"]
+    assert ct[("vm0.vcpu0", "halt_wakeup")] == pytest.approx(
+        20000 * a.summary["transactions_per_s"], rel=1e-9)
+
+
+def test_a_saturated_core_bounds_many_sessions():
+    """With many sessions the vCPU fills: transactions/s = clock / its cycles per transaction
+    (the wake-ups vanish: a busy vCPU is not halted)."""
+    r = _solve("experiment=dev_vmxnet_32_10g_rr", "workload.sessions_per_vm=64")
+    assert r.summary["regime"] == "cpu-bound"
+    ctx = r.tables["contexts"].set_index("context")["util_pct"]
+    assert ctx["vm0.vcpu0"] == pytest.approx(100, rel=1e-6)
+    ct = r.tables["cost_terms"].set_index(["context", "term"])["cycles_per_s"]
+    assert ct.get(("vm0.vcpu0", "halt_wakeup"), 0.0) < 0.05 * ct.loc["vm0.vcpu0"].sum()
+
+
+@pytest.mark.parametrize("experiment", ["dev_vmxnet_32_1g_rr", "dev_e1000_64_10g_rr",
+                                        "lat_rr_native", "v2v_remote_host_rr"])
+def test_rr_agrees_with_the_des(experiment):
+    """Transactions/s and host CPU within 5% of a short DES run (the e1000's emulated interrupt
+    delay, bare metal, two hosts VM to VM with 1KB requests)."""
+    cfg = compose_checked("configs", [f"experiment={experiment}", "run.measure_s=0.04",
+                                      "run.warmup_s=0.01", "run.replications=1"])
+    des = run_experiment(cfg).summary
+    fl = fluid.solve(cfg).summary
+    for key in ("transactions_per_s", "host_cpu_util_pct"):
+        assert fl[key] == pytest.approx(des[key], rel=0.05), key
