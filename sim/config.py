@@ -385,10 +385,6 @@ def _cross_check(cfg: Config) -> None:
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
                           f"(or run.engine=des)")
     topo = cfg.topology.kind
-    if cfg.run.engine == "fluid" and topo == "same_vswitch":
-        raise ConfigError(f"run.engine=fluid: topology.kind={topo} (VM to VM with no NIC queue "
-                          f"between them) is not modelled by the fluid engine yet; allowed: "
-                          f"native_peer, cross_vswitch, remote_host (or run.engine=des)")
     if cfg.topology.vm_partner and cfg.workload.kind == "udp_multicast":
         raise ConfigError(f"topology.kind={topo}: workload.kind=udp_multicast needs "
                           f"topology.kind=native_peer (the sender is the native peer)")

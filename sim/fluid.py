@@ -256,6 +256,7 @@ class _Net:
     pcie_rate: dict[str, float]            # bytes/s, key = channel name (PCI-X: shared)
     unknown: set = field(default_factory=set)
     ctx_obj: dict = field(default_factory=dict)     # context name -> the model's Context
+    coalescing: object = None                       # receive queues' CoalescingParams
     # compiled (``_compile``)
     keys: list = field(default_factory=list)        # (context, term) | ("link", name) | ...
     e_key: np.ndarray = None
@@ -285,10 +286,6 @@ def _core_key(core, who: str) -> str:
 
 def describe_network(cfg: Config) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
-    if cfg.topology.kind == "same_vswitch":  # refused at config time for run.engine=fluid
-        raise ValueError("fluid engine: topology.kind=same_vswitch (VM to VM with no NIC "
-                         "queue between them) is not modelled; allowed: native_peer, "
-                         "cross_vswitch, remote_host")
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
@@ -313,6 +310,7 @@ def describe_network(cfg: Config) -> _Net:
     net = _Net(cfg, model, [], ctx_core, ctx_host, core_clock, core_host, link_rate, link_prop,
                pcie_rate)
     net.ctx_obj = _contexts_by_name(model)
+    net.coalescing = _coalescing(cfg, model)
     hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
     mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
                           cfg.tcp.timestamps)
@@ -327,7 +325,13 @@ def describe_network(cfg: Config) -> _Net:
         vnic = model.vnics[fp.vm]
         sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
                   if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
-        if fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
+        if cfg.topology.kind == "same_vswitch":
+            # switched by the sender's backend (``models.vswitch``): no NIC, so no hardware
+            # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
+            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+            into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
+            hw, sw = 1, (1 << 30 if into.takes_aggregates else 1)
+        elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
             seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
             hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
             sw = sw_lro
@@ -363,17 +367,36 @@ def describe_network(cfg: Config) -> _Net:
         fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
         for section in ("data", "acks"):
             hops = getattr(fp, section)
-            link_i = next(i for i, h in enumerate(hops) if h.kind == LINK)
+            link_i = _receiving_from(hops)
             rx_ring = next((h.name for h in hops[link_i:] if h.kind == RING), "")
             links = tuple(h.name for h in hops if h.kind == LINK)
+            first = links[0] if links else ""       # VM to VM on one vswitch: no link
             if section == "data":
-                fl.data_link, fl.data_queue, fl.data_links = hops[link_i].name, rx_ring, links
+                fl.data_link, fl.data_queue, fl.data_links = first, rx_ring, links
             else:
-                fl.ack_link, fl.ack_queue, fl.ack_links = hops[link_i].name, rx_ring, links
+                fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
         fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
     _compile(net)
     return net
+
+
+def _receiving_from(hops) -> int:
+    """Where a section's receiving side starts: its first link, or VM to VM on one vswitch
+    (no link) the hop after the sender's backend that switches it into the partner's vNIC."""
+    for i, h in enumerate(hops):
+        if h.kind == LINK:
+            return i
+    return next(i + 1 for i, h in enumerate(hops)
+                if h.kind == CONTEXT and any(c.term == costs.BACKEND_TX for c in h.charges))
+
+
+def _coalescing(cfg: Config, model: Model):
+    """The receive queues' coalescing: the NIC's; VM to VM on one vswitch, the vNICs' emulated
+    virtual-interrupt delay (``vnic.rx_interrupt_delay_us``, no frame threshold)."""
+    if cfg.topology.kind != "same_vswitch":
+        return cfg.nic.coalescing
+    return model.vnics[0].rxq[0].coalescer.params
 
 
 def _reads_per_window(window: float, seg_max: int) -> int:
@@ -492,8 +515,9 @@ def _compile(net: _Net) -> None:
         vm_rx = fl.path.direction == "rx" or net.cfg.topology.vm_partner
         for s_i, section in enumerate(("data", "acks")):
             side = "send"
-            for hop in getattr(fl.path, section):
-                if hop.kind == LINK:
+            recv_from = _receiving_from(getattr(fl.path, section))
+            for h_i, hop in enumerate(getattr(fl.path, section)):
+                if h_i == recv_from:
                     side = "recv"
                 elif hop.kind == CONTEXT:
                     table = dict(_RATES[(section, side)])
@@ -612,7 +636,7 @@ class State:
 
 
 def demands(net: _Net, rates) -> State:
-    co = net.cfg.nic.coalescing
+    co = net.coalescing
     g = np.asarray(rates, dtype=float)
     Q = net.per_g * g[:, None]
     Q[:, G] = g
@@ -658,7 +682,7 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     is a segment (``seg``), or for a sender that refills its send buffer behind the ACKs
     (``_Flow.refill``) the whole window's ``chunk``, whose send() copies are then in the loop
     too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
-    co = net.cfg.nic.coalescing
+    co = net.coalescing
     timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
     n = len(net.flows)
     t = np.zeros(n)
@@ -956,7 +980,9 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
     Q = st.quantities
     tx = np.array([fl.path.direction == "tx" for fl in net.flows])
     # host NIC: TX packets (a segment is one) + frames delivered up (an LRO aggregate is one)
-    host_pk = np.where(tx, Q[:, S] + Q[:, A], Q[:, A] + Q[:, NIC_PK]).sum()
+    # (VM to VM on one vswitch: nothing crosses a NIC or a wire)
+    wired = np.array([bool(fl.data_links) for fl in net.flows])
+    host_pk = (wired * np.where(tx, Q[:, S] + Q[:, A], Q[:, A] + Q[:, NIC_PK])).sum()
     window = np.array([fl.window for fl in net.flows], dtype=float)
     windowed = np.array([fill.binding[i].startswith("window") for i in range(len(rates))])
     with np.errstate(divide="ignore"):
@@ -966,7 +992,7 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
         "host_cpu_util_pct": float(100 * host_cycles / host_capacity),
         "cycles_per_bit": float(host_cycles / units.gbps_to_bits_per_s(gbps)) if gbps
         else math.nan,
-        "wire_frames_per_s": float((Q[:, D] + Q[:, A]).sum()),
+        "wire_frames_per_s": float((wired * (Q[:, D] + Q[:, A])).sum()),
         "host_packets_per_s": float(host_pk),
         "loss_ratio": 0.0,
         "rtt_us": units.s_to_us(float(rtts.mean())),

@@ -98,7 +98,6 @@ def test_the_fluid_engine_agrees_across_hosts_and_vswitches(run, experiment):
 
 @pytest.mark.parametrize("overrides, key", [
     (["topology=cross_vswitch"], "host.nic_ports=1"),
-    (["topology=same_vswitch", "run.engine=fluid"], "topology.kind=same_vswitch"),
     (["topology=remote_host", "workload=udp_multicast"], "topology.kind=remote_host"),
     (["topology.kind=ring"], "kind"),
     (["experiment=pt_sriov_tx_4vm", "topology=remote_host"], "vnic.model=sriov with a VM"),
