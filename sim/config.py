@@ -384,6 +384,11 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "
                           f"(or run.engine=des)")
+    rr_sessions = cfg.workload.vms * cfg.workload.sessions_per_vm
+    if cfg.run.engine == "fluid" and cfg.workload.kind == "tcp_rr" and rr_sessions > 1:
+        raise ConfigError(f"run.engine=fluid: workload.kind=tcp_rr with {rr_sessions} sessions "
+                          f"(workload.vms x sessions_per_vm) is not modelled by the fluid engine; "
+                          f"allowed: 1 (or run.engine=des)")
     topo = cfg.topology.kind
     if cfg.topology.vm_partner and cfg.workload.kind == "udp_multicast":
         raise ConfigError(f"topology.kind={topo}: workload.kind=udp_multicast needs "
