@@ -131,7 +131,7 @@ class CalibrationParams:
 
 
 ENGINES = ("des", "fluid")
-FLUID_KINDS = ("tcp_stream", "http", "udp_multicast", "tcp_rr")  # what sim/fluid.py solves
+FLUID_KINDS = ("tcp_stream", "http", "udp_multicast", "tcp_rr", "ping")  # what sim/fluid.py solves
 
 
 @dataclass(frozen=True)

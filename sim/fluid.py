@@ -908,7 +908,7 @@ def solve(cfg: Config):
     from sim.runner import Results
     if cfg.workload.kind == "udp_multicast":
         return _solve_multicast(cfg)
-    if cfg.workload.kind == "tcp_rr":       # request/response loops: sim/fluid_rr.py
+    if cfg.workload.kind in ("tcp_rr", "ping"):   # request/response loops: sim/fluid_rr.py
         from sim import fluid_rr
         return fluid_rr.solve(cfg)
     net = describe_network(cfg)
@@ -1010,7 +1010,8 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
 
 COMPARED = ("goodput_gbps", "host_cpu_util_pct", "cycles_per_bit", "wire_frames_per_s",
             "host_packets_per_s", "loss_ratio", "rtt_us")
-RR_COMPARED = ("transactions_per_s", "rr_latency_mean_us")
+LOOP_COMPARED = {"tcp_rr": ("transactions_per_s", "rr_latency_mean_us"),
+                 "ping": ("ping_rtt_mean_us", "ping_sent_per_s")}
 
 
 def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1,
@@ -1024,7 +1025,7 @@ def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1
         des_summary = run_experiment(short).summary
     fl = solve(cfg).summary
     rows = []
-    for m in COMPARED + (RR_COMPARED if cfg.workload.kind == "tcp_rr" else ()):
+    for m in COMPARED + LOOP_COMPARED.get(cfg.workload.kind, ()):
         d, f = des_summary.get(m, math.nan), fl.get(m, math.nan)
         try:
             rel = (f - d) / d if d else math.nan

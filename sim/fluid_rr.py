@@ -1,5 +1,6 @@
-"""The fluid engine for TCP_RR: transactions/s and CPU of a request/response loop, solved from
-the declared data path (``sim.path``) with the models' own charges.
+"""The fluid engine for request/response loops, TCP_RR and ping: transactions/s (echoes/s),
+latency and CPU solved from the declared data path (``sim.path``, ``sim.ping_path``) with the
+models' own charges.
 
 netperf TCP_RR keeps one transaction in flight per session (``models.workloads.tcp_rr``): the
 client writes a request, the server reads it and writes the response, the client reads it and
@@ -42,6 +43,12 @@ sharing a queue lock into batches in the DES (one interrupt, one handler pass, o
 all; dev_vmxnet_32_10g_rr with 4 sessions: 0.25 interrupts and wake-ups per transaction, 50K
 transactions/s at 80 us) which this closed form does not follow (it would say 68K at 58 us,
 host CPU +81%), so they are refused.
+Ping (``workload.kind=ping``, ``models.workloads.ping``): the echo request is the path's
+``data``, the reply its ``acks`` (``sim.ping_path``), one frame each of ``ping.size_bytes``
+behind the IP and ICMP headers; the RTT is the same sum without the ping process's read of the
+reply (paid, not waited for: ping reads the kernel's receive timestamp); each pinger sends one
+echo per ``ping.interval_us`` whatever the RTT (an interval shorter than the RTT would queue
+echoes in the DES, not here); the coalescer's spacing is the interval.
 Left out: NUMA penalties (``numa`` terms: none in the RR experiments' DES), service-time jitter,
 TCP's delayed-ACK timer and Nagle for multi-segment messages, the adaptive coalescer's
 hysteresis. Units: seconds inside, microseconds in results.
@@ -63,10 +70,10 @@ HALT = "virtual interrupt that finds the vCPU halted"
 # A charge's per/unit -> the message's count, by side of the wire (the sender's hops come
 # before the first link or, VM to VM on one vswitch, up to the switching backend).
 _SEND = {"send() call": "calls", "segment": "segs", "frame": "frames", "packet": "segs",
-         "doorbell": "segs", "pass": "segs"}
+         "doorbell": "segs", "pass": "segs", "sendto() call": "calls", "ICMP message": "calls"}
 _RECV = {"interrupt": "irq", "virtual interrupt": "irq", "pass": "irq", "NIC packet": "nic_pk",
          "frame": "frames", "packet (aggregate)": "stack_pk", "recv() call": "calls",
-         "packet": "sw_pk", HALT: "halt"}
+         "packet": "sw_pk", HALT: "halt", "recvmsg() call": "calls", "ICMP message": "calls"}
 _ACK_SEND = {"ACK train": "trains", "ACK": "acks", "packet": "acks", "frame": "acks",
              "doorbell": "trains", "pass": "trains"}
 _ACK_RECV = {"interrupt": "trains", "virtual interrupt": "trains", "pass": "trains",
@@ -129,10 +136,24 @@ class _Message:
 
 
 class _Leg:
-    """A message's data hops and the ACK hops going back, with the counts that price them."""
+    """A message's data hops and the ACK hops going back, with the counts that price them;
+    ``tail``: how many of the last context hops are off the latency (a ping's read)."""
 
-    def __init__(self, data, acks, msg: _Message):
-        self.data, self.acks, self.msg = data, acks, msg
+    def __init__(self, data, acks, msg: _Message, tail: int = 0):
+        self.data, self.acks, self.msg, self.tail = data, acks, msg, tail
+
+
+def _ping_legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
+    """A ping's echo request and reply (``sim.ping_path``): one frame each way of
+    ``ping.size_bytes`` behind the IP and ICMP headers; the ping process's read of the reply
+    is not in the RTT (``models.workloads.ping``)."""
+    from models.workloads.ping import ICMP_IP_HEADER_BYTES
+    from sim.ping_path import ping_path
+    path = ping_path(model, f, v)
+    size = cfg.workload.ping.size_bytes
+    msgs = [_Message(cfg, model, size, size, size, ICMP_IP_HEADER_BYTES, False, 1, 1)
+            for _ in range(2)]
+    return _Leg(path.data, [], msgs[0]), _Leg(path.acks, [], msgs[1], tail=1)
 
 
 def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
@@ -217,7 +238,10 @@ def solve(cfg: Config, iterations: int = 30):
     from sim.fluid import _contexts_by_name, _placement
     from sim.runner import Results
     n_sessions = cfg.workload.vms * cfg.workload.sessions_per_vm
-    if n_sessions != 1:   # refused at config time for run.engine=fluid
+    ping = cfg.workload.kind == "ping"
+    # pingers send every interval whether or not the reply came: independent of each other
+    interval = units.us_to_s(cfg.workload.ping.interval_us) if ping else None
+    if n_sessions != 1 and not ping:   # refused at config time for run.engine=fluid
         raise ValueError(f"fluid engine: tcp_rr with {n_sessions} sessions is not modelled "
                          f"(sessions sharing a queue lock into batches; one session only)")
     model = build(cfg)
@@ -245,14 +269,18 @@ def solve(cfg: Config, iterations: int = 30):
     for rec in model.workload.flows():
         f, v = rec["flow"], rec["vm"]
         tasks, fixed_s, waits, ack_tasks, frames = [], 0.0, [], [], 0
-        for leg in _legs(cfg, model, f, v):
+        for leg in (_ping_legs if ping else _legs)(cfg, model, f, v):
             msg = leg.msg
             frames += msg.frames
             ip_bytes = msg.m + msg.frames * msg.hdr
+            tail = len([h for h in leg.data if h.kind == CONTEXT]) - leg.tail
             for hop, side in zip(leg.data, _sides(leg.data)):
                 if hop.kind == CONTEXT:
                     table = _SEND if side == "send" else _RECV
                     tasks.append(_price(hop, table, msg, True, unknown))
+                    tail -= 1
+                    if tail < 0:          # after the latency's end: nobody waits for it
+                        tasks[-1].off_path = costs.total(tasks[-1].terms)
                 elif hop.kind == RING and side == "recv" and hop.name in co_of:
                     waits.append((co_of[hop.name], msg.frames, ip_bytes, hop.name))
                 elif hop.kind == LINK:
@@ -297,13 +325,15 @@ def solve(cfg: Config, iterations: int = 30):
                 costs.merge(ctx_terms.setdefault((i, t.ctx), {}), terms)
             for t in ack_tasks:
                 costs.merge(ctx_terms.setdefault((i, t.ctx), {}), t.terms)
-            wait = sum(_timer_s(co, fr, ib, lat[i]) for co, fr, ib, _ in waits)
+            spacing = interval if ping else lat[i]       # between messages on a queue
+            wait = sum(_timer_s(co, fr, ib, spacing) for co, fr, ib, _ in waits)
             new_lat[i] = service + fixed_s + wait
         done = np.allclose(new_lat, lat, rtol=1e-12)
         lat = new_lat
         if done:
             break
-    x = 1.0 / lat      # one transaction in flight: one per latency
+    # one transaction in flight: one per latency; a pinger: one echo per interval
+    x = np.full(n_sessions, 1.0 / interval) if ping else 1.0 / lat
 
     tps = float(x.sum())
     terms_rows, ctx_cycles = [], {}
@@ -319,34 +349,40 @@ def solve(cfg: Config, iterations: int = 30):
     host_cycles = sum(v for k, v in core_cycles.items() if core_host[k])
     host_capacity = sum(c for k, c in core_clock.items() if core_host[k])
     w = cfg.workload
-    goodput_bps = tps * 8 * (w.rr.request_bytes + w.rr.response_bytes)
+    per_txn = w.ping.size_bytes if ping else w.rr.request_bytes + w.rr.response_bytes
+    goodput_bps = tps * 8 * per_txn
     gbps = goodput_bps / 1e9
     frames_per_txn = np.array([s[6] for s in sessions], dtype=float)
     summary = {
         "goodput_gbps": gbps,
-        "transactions_per_s": tps,
         "host_cpu_util_pct": 100 * host_cycles / host_capacity,
         "cycles_per_bit": host_cycles / goodput_bps if goodput_bps else math.nan,
         "wire_frames_per_s": float((frames_per_txn * x).sum()),
         "host_packets_per_s": float((frames_per_txn * x).sum()),
         "loss_ratio": 0.0,
         "rtt_us": units.s_to_us(float(lat.mean())),
-        "rr_latency_mean_us": units.s_to_us(float(lat.mean())),
-        "regime": "latency-bound",
+        "regime": "offered-load" if ping else "latency-bound",
         "fluid_rounds": 1,
         "fluid_evaluations": 1,
     }
+    if ping:
+        summary.update(ping_rtt_mean_us=units.s_to_us(float(lat.mean())), ping_sent_per_s=tps,
+                       ping_loss_ratio=0.0)
+    else:
+        summary.update(transactions_per_s=tps, rr_latency_mean_us=units.s_to_us(float(lat.mean())))
     if unknown:
         summary["fluid_unpriced_units"] = "; ".join(sorted(f"{t}/{u}" for t, u in unknown))
     flows = pd.DataFrame({"flow": [s[0] for s in sessions], "vm": [s[1] for s in sessions],
-                          "goodput_gbps": [xi * 8 * (w.rr.request_bytes + w.rr.response_bytes)
-                                           / 1e9 for xi in x],
+                          "goodput_gbps": [xi * 8 * per_txn / 1e9 for xi in x],
                           "transactions_per_s": list(x),
                           "rr_latency_us": [units.s_to_us(li) for li in lat]})
-    # one transaction in flight: the loop's latency binds (its share of time: all of it)
-    bottleneck = pd.DataFrame([{"flow": s[0], "vm": s[1], "kind": "latency",
-                                "constraint": "latency (one transaction in flight)",
-                                "util_pct": 100.0} for s in sessions])
+    # one transaction in flight: the loop's latency binds (its share of time: all of it); a
+    # pinger: its interval
+    bottleneck = pd.DataFrame([{"flow": s[0], "vm": s[1], "kind": "offered" if ping
+                                else "latency", "constraint": "interval" if ping else
+                                "latency (one transaction in flight)",
+                                "util_pct": 100 * (lat[i] / interval if ping else 1.0)}
+                               for i, s in enumerate(sessions)])
     contexts = pd.DataFrame([{"context": c, "host": ctx_host[c],
                               "util_pct": 100 * cyc / core_clock[ctx_core[c]]}
                              for c, cyc in sorted(ctx_cycles.items())])
@@ -355,5 +391,7 @@ def solve(cfg: Config, iterations: int = 30):
                           for k, c in core_clock.items()])
     tables = {"flows": flows, "bottleneck": bottleneck, "contexts": contexts,
               "cost_terms": ct.sort_values(["context", "term"], ignore_index=True),
-              "cores": cores, "rr_sessions": flows[["flow", "vm", "transactions_per_s"]]}
+              "cores": cores}
+    if not ping:
+        tables["rr_sessions"] = flows[["flow", "vm", "transactions_per_s"]]
     return Results(cfg, summary, {k: None for k in summary}, [summary], tables)

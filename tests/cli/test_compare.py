@@ -10,9 +10,10 @@ def test_fluid_engine_runs_through_the_cli_and_writes_its_tables(sim_cli, tmp_pa
 
 
 def test_fluid_refuses_a_kind_it_does_not_model_in_one_line(sim_cli):
-    proc = sim_cli("run", "run.engine=fluid", "experiment=lat_ping_vm")
+    proc = sim_cli("run", "run.engine=fluid", "experiment=dev_vmxnet_64_10g_rr",
+                   "workload.sessions_per_vm=2")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert "run.engine=fluid" in proc.stderr and "ping" in proc.stderr
+    assert "run.engine=fluid" in proc.stderr and "tcp_rr with 2 sessions" in proc.stderr
 
 
 def test_compare_prints_both_engines(sim_cli):

@@ -119,7 +119,7 @@ def test_compare_against_a_short_des_run():
 
 
 def test_unsupported_kind_says_so():
-    cfg = compose_checked("configs", ["experiment=lat_ping_vm"])
+    cfg = compose_checked("configs", ["experiment=kvm_vhost_user_tx"])  # poll mode
     with pytest.raises(ValueError, match="not modelled"):
         fluid.solve(cfg)
 

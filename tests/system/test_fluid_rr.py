@@ -1,5 +1,5 @@
-"""The fluid engine on TCP_RR (``sim/fluid_rr.py``): closed forms of the latency loop and a
-cross-check against short DES runs."""
+"""The fluid engine on TCP_RR and ping (``sim/fluid_rr.py``): closed forms of the latency
+loop and cross-checks against short DES runs."""
 import pytest
 
 from sim import fluid
@@ -64,4 +64,30 @@ def test_rr_agrees_with_the_des(experiment):
     des = run_experiment(cfg).summary
     fl = fluid.solve(cfg).summary
     for key in ("transactions_per_s", "host_cpu_util_pct"):
+        assert fl[key] == pytest.approx(des[key], rel=0.05), key
+
+
+def test_a_ping_is_sent_every_interval_and_its_read_is_not_in_the_rtt():
+    r = _solve("experiment=lat_ping_vm", "workload.sessions_per_vm=2",
+               "workload.ping.interval_us=500")
+    s = r.summary
+    assert s["ping_sent_per_s"] == pytest.approx(2 * 2000, rel=1e-9)
+    assert s["regime"] == "offered-load" and "fluid_unpriced_units" not in s
+    # the ping process's recvmsg() is paid but is not part of the RTT
+    ct = r.tables["cost_terms"].set_index(["context", "term"])["cycles_per_s"]
+    app_recv = ct[("vm0.vcpu0", "app_recv")] / s["ping_sent_per_s"]
+    more = _solve("experiment=lat_ping_vm", "workload.sessions_per_vm=2",
+                  "workload.ping.interval_us=500", "guest.stack.recv_call.fixed_cycles=50000")
+    assert more.summary["ping_rtt_mean_us"] == pytest.approx(s["ping_rtt_mean_us"], rel=1e-12)
+    ct2 = more.tables["cost_terms"].set_index(["context", "term"])["cycles_per_s"]
+    assert ct2[("vm0.vcpu0", "app_recv")] / s["ping_sent_per_s"] > app_recv + 40000
+
+
+@pytest.mark.parametrize("experiment", ["lat_ping_vm", "lat_ping_native"])
+def test_ping_agrees_with_the_des(experiment):
+    cfg = compose_checked("configs", [f"experiment={experiment}", "run.measure_s=0.04",
+                                      "run.warmup_s=0.01", "run.replications=1"])
+    des = run_experiment(cfg).summary
+    fl = fluid.solve(cfg).summary
+    for key in ("ping_rtt_mean_us", "host_cpu_util_pct"):
         assert fl[key] == pytest.approx(des[key], rel=0.05), key
