@@ -355,7 +355,7 @@ def solve(cfg: Config, iterations: int = 30):
     frames_per_txn = np.array([s[6] for s in sessions], dtype=float)
     summary = {
         "goodput_gbps": gbps,
-        "host_cpu_util_pct": 100 * host_cycles / host_capacity,
+        "host_cpu_util_pct": float(100 * host_cycles / host_capacity),
         "cycles_per_bit": host_cycles / goodput_bps if goodput_bps else math.nan,
         "wire_frames_per_s": float((frames_per_txn * x).sum()),
         "host_packets_per_s": float((frames_per_txn * x).sum()),
