@@ -389,6 +389,14 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError(f"run.engine=fluid: workload.kind=tcp_rr with {rr_sessions} sessions "
                           f"(workload.vms x sessions_per_vm) is not modelled by the fluid engine; "
                           f"allowed: 1 (or run.engine=des)")
+    if cfg.run.engine == "fluid" and cfg.workload.kind == "tcp_rr":
+        mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan,
+                                              cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
+        rr = cfg.workload.rr
+        if max(rr.request_bytes, rr.response_bytes) > mss:
+            raise ConfigError(f"run.engine=fluid: workload.rr.request_bytes and response_bytes "
+                              f"({rr.request_bytes}, {rr.response_bytes}) above one MSS ({mss}) "
+                              f"are not modelled by the fluid engine (or run.engine=des)")
     topo = cfg.topology.kind
     if cfg.topology.vm_partner and cfg.workload.kind == "udp_multicast":
         raise ConfigError(f"topology.kind={topo}: workload.kind=udp_multicast needs "

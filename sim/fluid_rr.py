@@ -10,12 +10,11 @@ roles swapped); the ACKs ride on the next message (the DES's interactive receive
 piggy-backed, free). Per transaction:
 
 - cycles: every ``Charge`` of every context hop of both paths, times the count its ``per`` /
-  ``unit`` names for one message of ``m`` bytes (``_counts``): one send() and one recv() call,
+  ``unit`` names for one message of ``m`` bytes (``_Message``): one send() and one recv() call,
   ``ceil(m / seg_max)`` segments (doorbells, backend passes), ``frames`` frames, the receiver's
   NIC packets and stack packets after hardware or software LRO, one interrupt, one virtual
   interrupt and one handler pass on the receiving side (a lone message: nothing else is pending
-  on its queues), plus ``payload x per_byte``. Messages of more than two stack packets add the
-  every-second-segment ACKs on the other direction's ACK hops (off the latency path).
+  on its queues), plus ``payload x per_byte``.
 - halt wake-ups (the charge per "virtual interrupt that finds the vCPU halted"): a vCPU that
   only waits for this session's message is halted when it comes: one per message.
 - world switches (``host.cpu.context_switch_cycles``): walking the transaction's tasks in
@@ -49,6 +48,9 @@ behind the IP and ICMP headers; the RTT is the same sum without the ping process
 reply (paid, not waited for: ping reads the kernel's receive timestamp); each pinger sends one
 echo per ``ping.interval_us`` whatever the RTT (an interval shorter than the RTT would queue
 echoes in the DES, not here); the coalescer's spacing is the interval.
+TCP_RR messages larger than one MSS are refused: the DES segments them by TCP's dynamics and
+ACKs them apart (lat_rr_vm with 8000-byte messages: transactions/s -1.2%, but host CPU -44%: twice
+the wake-ups, three backend passes per message, separate ACKs on both stacks).
 Left out: NUMA penalties (``numa`` terms: none in the RR experiments' DES), service-time jitter,
 TCP's delayed-ACK timer and Nagle for multi-segment messages, the adaptive coalescer's
 hysteresis. Units: seconds inside, microseconds in results.
@@ -74,11 +76,12 @@ _SEND = {"send() call": "calls", "segment": "segs", "frame": "frames", "packet":
 _RECV = {"interrupt": "irq", "virtual interrupt": "irq", "pass": "irq", "NIC packet": "nic_pk",
          "frame": "frames", "packet (aggregate)": "stack_pk", "recv() call": "calls",
          "packet": "sw_pk", HALT: "halt", "recvmsg() call": "calls", "ICMP message": "calls"}
-_ACK_SEND = {"ACK train": "trains", "ACK": "acks", "packet": "acks", "frame": "acks",
-             "doorbell": "trains", "pass": "trains"}
-_ACK_RECV = {"interrupt": "trains", "virtual interrupt": "trains", "pass": "trains",
-             "NIC packet": "acks", "frame": "acks", "packet": "acks", "ACK": "acks",
-             HALT: "trains"}
+
+
+def _mss(cfg: Config) -> int:
+    """TCP payload per frame (VXLAN-reduced if tunnelled)."""
+    return units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
+                           cfg.tcp.timestamps)
 
 
 def _coalescers(model: Model) -> dict:
@@ -129,18 +132,16 @@ class _Message:
         self.stack_pk = self.sw_pk if vm_rx else self.nic_pk
         self.calls = self.irq = 1
         self.halt = 1.0
-        self.acks = self.stack_pk // 2 if self.stack_pk > 2 else 0
-        self.trains = 1 if self.acks else 0
         self.frame_sizes = [min(mss, s - k * mss) for s in sizes for k in range(math.ceil(s / mss))]
         self.segment_sizes = sizes
 
 
 class _Leg:
-    """A message's data hops and the ACK hops going back, with the counts that price them;
-    ``tail``: how many of the last context hops are off the latency (a ping's read)."""
+    """A message's hops with the counts that price them; ``tail``: how many of the last
+    context hops are off the latency (a ping's read)."""
 
-    def __init__(self, data, acks, msg: _Message, tail: int = 0):
-        self.data, self.acks, self.msg, self.tail = data, acks, msg, tail
+    def __init__(self, data, msg: _Message, tail: int = 0):
+        self.data, self.msg, self.tail = data, msg, tail
 
 
 def _ping_legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
@@ -153,7 +154,7 @@ def _ping_legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
     size = cfg.workload.ping.size_bytes
     msgs = [_Message(cfg, model, size, size, size, ICMP_IP_HEADER_BYTES, False, 1, 1)
             for _ in range(2)]
-    return _Leg(path.data, [], msgs[0]), _Leg(path.acks, [], msgs[1], tail=1)
+    return _Leg(path.data, msgs[0]), _Leg(path.acks, msgs[1], tail=1)
 
 
 def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
@@ -162,8 +163,7 @@ def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
     d = w.direction
     back = "rx" if d == "tx" else "tx"
     hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
-    mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
-                          cfg.tcp.timestamps)
+    mss = _mss(cfg)
     vnic = model.vnics[v]
     vm_other = cfg.topology.vm_partner
     sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
@@ -182,7 +182,7 @@ def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
             hw, sw = (cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1), sw_lro
         msg = _Message(cfg, model, m, seg, mss, hdr, direction == "rx" or vm_other, hw, sw)
         path = _tcp_path(model, f, v, "tcp_rr", direction)
-        legs.append(_Leg(path.data, path.acks, msg))
+        legs.append(_Leg(path.data, msg))
     return legs[0], legs[1]
 
 
@@ -244,6 +244,11 @@ def solve(cfg: Config, iterations: int = 30):
     if n_sessions != 1 and not ping:   # refused at config time for run.engine=fluid
         raise ValueError(f"fluid engine: tcp_rr with {n_sessions} sessions is not modelled "
                          f"(sessions sharing a queue lock into batches; one session only)")
+    if not ping and max(cfg.workload.rr.request_bytes, cfg.workload.rr.response_bytes) > \
+            _mss(cfg):   # refused at config time for run.engine=fluid
+        raise ValueError(f"fluid engine: tcp_rr messages larger than one MSS ({_mss(cfg)} "
+                         f"bytes) are not modelled (TCP's segmenting and ACKs of a multi-frame "
+                         f"message)")
     model = build(cfg)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     ctx_obj = _contexts_by_name(model)
@@ -268,7 +273,7 @@ def solve(cfg: Config, iterations: int = 30):
     sessions = []      # per session: tasks (in order), fixed delays, coalescing waits
     for rec in model.workload.flows():
         f, v = rec["flow"], rec["vm"]
-        tasks, fixed_s, waits, ack_tasks, frames = [], 0.0, [], [], 0
+        tasks, fixed_s, waits, frames = [], 0.0, [], 0
         for leg in (_ping_legs if ping else _legs)(cfg, model, f, v):
             msg = leg.msg
             frames += msg.frames
@@ -295,12 +300,7 @@ def solve(cfg: Config, iterations: int = 30):
                                 2 * p.tlp_overhead_bytes + p.doorbell_bytes
                                 for s in msg.segment_sizes)
                     fixed_s += n / pcie_rate[hop.name]
-            if msg.acks:    # off the latency path: the every-second-segment ACKs
-                for hop, side in zip(leg.acks, _sides(leg.acks)):
-                    if hop.kind == CONTEXT:
-                        table = _ACK_SEND if side == "send" else _ACK_RECV
-                        ack_tasks.append(_price(hop, table, msg, False, unknown))
-        sessions.append((f, v, tasks, fixed_s, waits, ack_tasks, frames))
+        sessions.append((f, v, tasks, fixed_s, waits, frames))
 
     # World switches: walk the transaction's tasks in order (cyclically); a core pays one
     # when its next task is another context's. The latency is iterated only for adaptive
@@ -310,7 +310,7 @@ def solve(cfg: Config, iterations: int = 30):
     for _ in range(iterations):
         ctx_terms = {}
         new_lat = np.zeros(n_sessions)
-        for i, (f, v, tasks, fixed_s, waits, ack_tasks, frames) in enumerate(sessions):
+        for i, (f, v, tasks, fixed_s, waits, frames) in enumerate(sessions):
             last = {ctx_core[t.ctx]: t.ctx for t in tasks}   # each core's last task (cyclic)
             service = 0.0
             for t in tasks:
@@ -323,8 +323,6 @@ def solve(cfg: Config, iterations: int = 30):
                 last[core] = t.ctx
                 service += (costs.total(terms) - t.off_path) / core_clock[core]
                 costs.merge(ctx_terms.setdefault((i, t.ctx), {}), terms)
-            for t in ack_tasks:
-                costs.merge(ctx_terms.setdefault((i, t.ctx), {}), t.terms)
             spacing = interval if ping else lat[i]       # between messages on a queue
             wait = sum(_timer_s(co, fr, ib, spacing) for co, fr, ib, _ in waits)
             new_lat[i] = service + fixed_s + wait
@@ -352,7 +350,7 @@ def solve(cfg: Config, iterations: int = 30):
     per_txn = w.ping.size_bytes if ping else w.rr.request_bytes + w.rr.response_bytes
     goodput_bps = tps * 8 * per_txn
     gbps = goodput_bps / 1e9
-    frames_per_txn = np.array([s[6] for s in sessions], dtype=float)
+    frames_per_txn = np.array([s[5] for s in sessions], dtype=float)
     summary = {
         "goodput_gbps": gbps,
         "host_cpu_util_pct": float(100 * host_cycles / host_capacity),

@@ -44,13 +44,19 @@ def test_the_halted_vcpu_is_woken_once_per_transaction():
         20000 * a.summary["transactions_per_s"], rel=1e-9)
 
 
-def test_several_sessions_are_refused_in_one_line():
+def test_several_sessions_and_multi_frame_messages_are_refused_in_one_line():
     """Sessions sharing a queue lock into batches in the DES, which the closed form does not
     follow: refused, at config time for run.engine=fluid."""
     with pytest.raises(ValueError, match="tcp_rr with 4 sessions"):
         _solve("experiment=dev_vmxnet_32_10g_rr", "workload.sessions_per_vm=4")
     with pytest.raises(ConfigError, match="tcp_rr with 2 sessions"):
         compose_checked("configs", ["experiment=dev_vmxnet_32_10g_rr", "workload.vms=2",
+                                    "run.engine=fluid"])
+    # a message of several frames: TCP's segmenting and separate ACKs, not followed
+    with pytest.raises(ValueError, match="larger than one MSS"):
+        _solve("experiment=lat_rr_vm", "workload.rr.request_bytes=8000")
+    with pytest.raises(ConfigError, match="above one MSS"):
+        compose_checked("configs", ["experiment=lat_rr_vm", "workload.rr.response_bytes=1449",
                                     "run.engine=fluid"])
 
 
