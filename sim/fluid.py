@@ -2,8 +2,8 @@
 declared data path.
 
 ``workload.kind=tcp_stream`` (direction tx or rx, any number of VMs, sessions and NIC ports;
-``http`` read as bulk streams; the other end a native peer, or a partner VM across two
-vswitches or two hosts: ``topology``) and ``udp_multicast`` (streams against replication capacity,
+``http`` read as bulk streams; the other end a native peer, or a partner VM on one vswitch,
+across two vswitches or two hosts: ``topology``) and ``udp_multicast`` (streams against replication capacity,
 the excess lost; ``_solve_multicast``). It builds the model (``sim.builder.build``, cheap;
 nothing runs), reads every flow's path (``sim.path.flow_paths``: contexts with their ``Charge``
 terms, rings, PCIe directions, links) and the same parameters, and finds the steady state by
@@ -14,7 +14,8 @@ shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entri
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
-Not modelled: TCP_RR, loss dynamics, latency distributions; of the DES's newer mechanisms, the
+TCP_RR (one session) and ping: ``sim.fluid_rr`` (``solve`` dispatches). Not modelled: several
+TCP_RR sessions, poll mode, loss dynamics, latency distributions; of the DES's newer mechanisms, the
 reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``).
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
