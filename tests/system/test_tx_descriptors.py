@@ -6,11 +6,9 @@ takes 18 of the ring's 512 descriptors, an ACK 2. Counted in packets, the same r
 TSO segments (~33 MB, 27 ms of a 10GbE wire) in front of the wire.
 """
 import simpy
-import pytest
 
-from models.base import ACK, DATA, Burst, Stats
+from models.base import ACK, DATA, Burst, Ring, Stats
 from models.nic import NicParams, NicPort, TxBacklog, tx_descriptors
-from models.base import Ring
 from models.wire import LinkParams
 
 MSS = 1448
