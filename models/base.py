@@ -322,20 +322,25 @@ class Stats:
 
 
 class Ring:
-    """A bounded buffer of bursts counted in ``unit`` ('frames' or 'packets').
+    """A bounded buffer of bursts counted in ``unit`` ('frames', 'packets' or 'descriptors').
 
     Descriptor-ring semantics: a burst occupies slots from ``offer`` until ``release``, even while
     it is being processed (``claim`` hands it to the consumer without freeing). A burst that finds
     too little room is cut to the whole packets that fit (tail drop): per frame for plain frames,
     per aggregate for LRO aggregates; a packet of many frames (a TSO segment) that does not fit
     is dropped whole (``fit``, the rule the NIC's DMA stages use too). ``on_space`` callbacks
-    run when slots are freed.
+    run when slots are freed. With ``unit='descriptors'`` a burst takes ``size_of(burst)``
+    slots (a driver's descriptors per packet and per buffer: ``models.nic.tx_descriptors``).
     """
 
     def __init__(self, name: str, capacity: int, stats: Stats, unit: str = "frames",
-                 drop_reason: str = "ring_full"):
+                 drop_reason: str = "ring_full",
+                 size_of: Callable[[Burst], int] | None = None):
         check(capacity >= 1, f"{name}.capacity", capacity, ">= 1")
-        check(unit in ("frames", "packets"), f"{name}.unit", unit, "'frames' or 'packets'")
+        check(unit in ("frames", "packets", "descriptors"), f"{name}.unit", unit,
+              "'frames', 'packets' or 'descriptors'")
+        check((unit == "descriptors") == (size_of is not None), f"{name}.size_of", size_of,
+              "given exactly when unit='descriptors'")
         self.name, self.capacity, self.unit, self.drop_reason = name, capacity, unit, drop_reason
         self.stats = stats.stage(name)
         self.used = 0
@@ -343,7 +348,12 @@ class Ring:
         self.on_space: list[Callable[[], None]] = []
 
         self._by_frames = unit == "frames"
-        self._size = frames_of if self._by_frames else packets_of
+        self._by_desc = size_of is not None
+        self._size = size_of if self._by_desc else frames_of if self._by_frames else packets_of
+
+    def size_of(self, burst: Burst) -> int:
+        """Slots ``burst`` takes in this ring."""
+        return self._size(burst)
 
     @property
     def free(self) -> int:
@@ -355,13 +365,14 @@ class Ring:
     def offer(self, burst: Burst) -> Burst | None:
         """Enqueue what fits; count the rest as dropped (``fit``). Returns the accepted part or
         None."""
-        size = burst.frames if self._by_frames else burst.packets
+        size = self._size(burst) if self._by_desc else \
+            burst.frames if self._by_frames else burst.packets
         if size > self.capacity - self.used:
             burst = fit(burst, self.capacity - self.used, size, self._size, self.stats,
                         self.drop_reason)
             if burst is None:
                 return None
-            size = burst.frames if self._by_frames else burst.packets
+            size = self._size(burst)
         self.used += size
         st, frames, wire = self.stats, burst.frames, burst.wire_bytes  # st.arrive, inlined
         st.arrived_frames += frames
@@ -385,9 +396,10 @@ class Ring:
     def release(self, bursts: Iterable[Burst]) -> None:
         """Free the slots of ``bursts`` (claimed earlier), then run the ``on_space`` callbacks."""
         frames = packets = n_bytes = 0
+        desc = self._size if self._by_desc else None
         for b in bursts:
             frames += b.frames
-            packets += b.packets
+            packets += b.packets if desc is None else desc(b)
             n_bytes += b.wire_bytes
         self.used -= frames if self._by_frames else packets
         st = self.stats  # st.depart, inlined
@@ -401,7 +413,8 @@ class Ring:
     def release_one(self, burst: Burst) -> None:
         """``release([burst])`` without the list."""
         frames, wire = burst.frames, burst.wire_bytes
-        self.used -= frames if self._by_frames else burst.packets
+        self.used -= self._size(burst) if self._by_desc else \
+            frames if self._by_frames else burst.packets
         st = self.stats  # st.depart, inlined
         st.departed_frames += frames
         st.departed_bytes += wire

@@ -2,12 +2,18 @@
 coalesced MSI-X interrupts.
 
 Modelled:
-- TX: ``tx_queues`` descriptor rings counted in packets (a TSO segment is one packet); a burst
+- TX: ``tx_queues`` descriptor rings of ``tx_ring_slots``; a burst
   goes to the queue of its source (``src mod tx_queues``); the port's transmitter takes one burst
   from each non-empty queue in turn (round-robin, as VMDq transmit does for fairness) and puts it
   on its link; a slot is freed when the burst has left, and ``on_tx_space`` callbacks let the
   driver refill. TSO: the NIC cuts a segment of up to ``tso_max_bytes`` into MTU frames on the
   wire (arithmetically, ``models.wire``).
+- TX descriptors (``tx_desc_per_packet`` > 0): a packet takes the driver's descriptors, not one
+  slot: ``tx_desc_per_packet`` for the packet (ixgbe: a context descriptor for the TSO or
+  checksum offload, and one for the linear header) plus one per buffer of its payload, a buffer
+  being at most ``tx_desc_buffer_bytes`` (a page fragment of the skb: 4 KB), so a 64 KB TSO
+  segment takes 18 of ixgbe's 512 and an ACK 2 (``tx_descriptors``). 0: one slot per packet
+  (drivers whose descriptor use is not sourced yet).
 - RX: ``rx_queues`` rings of ``rx_ring_slots`` frame descriptors. The sorter picks the queue:
   ``single`` (queue 0), ``vmdq`` (a layer-2 sorter: the VM with index i gets queue i+1 while
   queues last, every other VM shares the default queue 0), ``rss`` (a hash of the flow, salted
@@ -71,6 +77,11 @@ class NicParams:
     rx_sort: str = "single"
     tx_ring_slots: int = 512
     rx_ring_slots: int = 512
+    # TX descriptors per packet besides its payload buffers (ixgbe, the default 82598: a context
+    # descriptor and the header; 0: the TX ring counts packets) and the payload one buffer
+    # descriptor carries (``tx_descriptors``).
+    tx_desc_per_packet: int = 2
+    tx_desc_buffer_bytes: int = 4096
     tso: bool = True
     tso_max_bytes: int = 65536
     lro: bool = False
@@ -86,6 +97,13 @@ class NicParams:
         check(self.rx_sort in RX_SORTS, "rx_sort", self.rx_sort, f"one of {RX_SORTS}")
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
         check(self.rx_ring_slots >= 1, "rx_ring_slots", self.rx_ring_slots, ">= 1")
+        check(0 <= self.tx_desc_per_packet <= 8, "tx_desc_per_packet", self.tx_desc_per_packet,
+              "in 0..8 (0: the TX ring counts packets)")
+        check(self.tx_desc_buffer_bytes >= 256, "tx_desc_buffer_bytes",
+              self.tx_desc_buffer_bytes, ">= 256")
+        check(self.tx_desc_per_packet == 0 or self.tx_ring_slots >= tx_descriptors(
+            self.tso_max_bytes, 1, self.tx_desc_per_packet, self.tx_desc_buffer_bytes),
+            "tx_ring_slots", self.tx_ring_slots, "enough descriptors for one largest TSO segment")
         check(1500 <= self.tso_max_bytes <= 262144, "tso_max_bytes", self.tso_max_bytes,
               "in 1500..262144")
         check(1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes", self.lro_max_bytes,
@@ -95,6 +113,23 @@ class NicParams:
 
 
 RxCost = Callable[[list[Burst], bool], dict]  # (batch, is_interrupt) -> {term: cycles}
+
+
+def tx_descriptors(payload_bytes: int, packets: int, per_packet: int, buffer_bytes: int) -> int:
+    """TX descriptors of ``packets`` packets carrying ``payload_bytes`` between them (spread
+    evenly): ``per_packet`` each (ixgbe_xmit_frame_ring: a context descriptor and one for the
+    linear header, ``TXD_USE_COUNT(skb_headlen)``) plus one per payload buffer of at most
+    ``buffer_bytes`` (``TXD_USE_COUNT`` of each page fragment)."""
+    per = -(-payload_bytes // packets) if packets > 1 else payload_bytes
+    return packets * (per_packet + -(-per // buffer_bytes))
+
+
+def _descriptor_counter(params: NicParams) -> Callable[[Burst], int] | None:
+    """The TX ring's ``size_of`` (None: the ring counts packets)."""
+    per_packet, buffer_bytes = params.tx_desc_per_packet, params.tx_desc_buffer_bytes
+    if not per_packet:
+        return None
+    return lambda b: tx_descriptors(b.payload_bytes, b.packets, per_packet, buffer_bytes)
 
 
 def _vmdq_queue(dst: int, n: int) -> int:
@@ -194,7 +229,7 @@ class TxBacklog:
 
     def _fits(self, burst: Burst) -> bool:
         ring = self.nic.tx_queue(burst)
-        return ring.free >= min(burst.packets, ring.capacity)
+        return ring.free >= min(ring.size_of(burst), ring.capacity)
 
     def drain(self) -> None:
         ring = self.ring
@@ -216,8 +251,10 @@ class NicPort:
                  rss_salt: int = 0, pcie: PcieLink | None = None):
         self.env, self.name, self.params, self.pcie = env, name, params, pcie
         self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)
+        desc = _descriptor_counter(params)
         self.tx_queues = [Ring(f"{name}.txq{k}.tx_ring", params.tx_ring_slots, stats,
-                               unit="packets", drop_reason="tx_ring_full")
+                               unit="packets" if desc is None else "descriptors",
+                               drop_reason="tx_ring_full", size_of=desc)
                           for k in range(params.tx_queues)]
         self.rx_queues = [RxQueue(env, f"{name}.rxq{k}", params, stats)
                           for k in range(params.rx_queues)]

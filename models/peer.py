@@ -13,7 +13,8 @@ VXLAN: with a ``vtep`` (set by the builder when the vswitch tunnels) the peer is
 endpoint: it encapsulates what it sends and pays the same encapsulation and decapsulation cycles
 as the host (``models.vxlan``).
 Left out: the client's own PCIe and NUMA, its qdisc (a full TX ring drops, reason
-``tx_ring_full``; the default ring is large enough that TCP never fills it).
+``tx_ring_full``; the default ring is large enough that TCP never fills it), its driver's
+descriptor use (its TX ring counts packets whatever the host NIC's ``tx_desc_per_packet``).
 Units: cycles, bytes.
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ class PeerHost(StackHost):
         nq = params.rx_queues
         self.nic = NicPort(env, f"{name}.nic", replace(
             nic, tx_queues=1, rx_queues=nq, rx_sort="rss" if nq > 1 else "single",
-            tx_ring_slots=params.tx_ring_slots,
+            tx_ring_slots=params.tx_ring_slots, tx_desc_per_packet=0,  # packets (left out)
             lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes,
             lro_tunnelled=params.lro_tunnelled), stats)
         # Every context has its own named stream: a new connection shifts nobody's jitter.

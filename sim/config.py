@@ -31,7 +31,7 @@ from models.base import CycleCost, check
 from models.cpu import CpuParams, NumaParams
 from models.guest import GuestParams
 from models.hypervisor import HypervisorParams
-from models.nic import NicParams
+from models.nic import NicParams, tx_descriptors
 from models.pcie import PcieParams
 from models.peer import PeerParams
 from models.tcp import TcpParams
@@ -503,11 +503,15 @@ def _check_vxlan_tx_ring(cfg: Config) -> None:
     mss = units.mss_bytes(inner_mtu_bytes(vxlan, cfg.nic.link.mtu_bytes), cfg.tcp.timestamps)
     seg = units.tso_segment_payload_bytes(cfg.nic.tso_max_bytes, mss,
                                           units.tcp_header_bytes(cfg.tcp.timestamps))
-    need = -(-seg // mss)
-    if cfg.nic.tx_ring_slots < need:
-        raise ConfigError(f"nic.tx_ring_slots={cfg.nic.tx_ring_slots}: must be >= {need} with "
+    frames = -(-seg // mss)
+    nic = cfg.nic
+    need = frames if not nic.tx_desc_per_packet else tx_descriptors(
+        seg, frames, nic.tx_desc_per_packet, nic.tx_desc_buffer_bytes)
+    if nic.tx_ring_slots < need:
+        raise ConfigError(f"nic.tx_ring_slots={nic.tx_ring_slots}: must be >= {need} with "
                           f"hypervisor.vswitch.vxlan.offload=false (a {seg}-byte TSO segment "
-                          f"becomes ceil({seg}/{mss}) = {need} packets, one per frame)")
+                          f"becomes ceil({seg}/{mss}) = {frames} packets, one per frame"
+                          + (f", {need} descriptors)" if nic.tx_desc_per_packet else ")"))
 
 
 def _check_aggregates_fit(cfg: Config) -> None:

@@ -67,7 +67,9 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "NicParams.tx_queues": "transmit queues per port [-]",
     "NicParams.rx_queues": "receive queues per port, each with its MSI-X vector [-]",
     "NicParams.rx_sort": "RX queue choice: single (queue 0), vmdq (per VM), rss (flow hash) [-]",
-    "NicParams.tx_ring_slots": "descriptors per TX ring (a TSO segment takes one) [packets]",
+    "NicParams.tx_ring_slots": "slots per TX ring [descriptors, or packets when tx_desc_per_packet=0]",
+    "NicParams.tx_desc_per_packet": "TX descriptors a packet takes besides its payload buffers (ixgbe: context + header = 2); 0: the ring counts packets",
+    "NicParams.tx_desc_buffer_bytes": "payload bytes one TX buffer descriptor carries (a page fragment) [bytes]",
     "NicParams.rx_ring_slots": "descriptors per RX ring; a frame that finds it full is dropped "
                                "[frames]",
     "NicParams.tso": "the NIC cuts TSO segments into frames [bool]",

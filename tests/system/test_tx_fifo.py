@@ -22,7 +22,7 @@ def tso_segment(frames: int) -> Burst:
 
 def _pcix_port(env, fifo_bytes):
     params = NicParams(link=LinkParams(line_rate_gbps=1.0, propagation_ns=0.0),
-                       tx_ring_slots=64, tx_fifo_bytes=fifo_bytes)
+                       tx_ring_slots=64, tx_desc_per_packet=0, tx_fifo_bytes=fifo_bytes)
     return NicPort(env, "p", params, Stats(),
                    pcie=PcieLink(env, "card", PcieParams(kind="pcix", pcix_rate_mtps=133.0,
                                                          max_payload_bytes=512,

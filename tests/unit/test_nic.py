@@ -4,6 +4,7 @@ RX: frames wait in the ring until the coalescing timer fires; the handler contex
 owner's cost, then delivers the batch and polls again before re-enabling the interrupt, so
 frames that arrived meanwhile are taken without a new interrupt. TX: one burst per non-empty
 queue in turn, each serialised at line rate. Exact (event, env.now) sequences.
+Rings here count packets (``tx_desc_per_packet=0``); ixgbe's descriptors: test_tx_descriptors.
 """
 import numpy as np
 import pytest
@@ -26,7 +27,8 @@ def frame(src=0, frames=1, packets=None, flow=0):
 
 def port(env, **nic):
     params = NicParams(link=LinkParams(line_rate_gbps=10.0, mtu_bytes=1500, propagation_ns=0.0),
-                       coalescing=CoalescingParams(timer_us=10, max_frames=64), **nic)
+                       coalescing=CoalescingParams(timer_us=10, max_frames=64),
+                       **{"tx_desc_per_packet": 0, **nic})
     return NicPort(env, "p", params, Stats())
 
 
@@ -136,7 +138,7 @@ def test_tx_slot_is_freed_when_the_last_bit_leaves_and_the_driver_refills_then()
     the frames arrive propagation_ns later."""
     env = simpy.Environment()
     params = NicParams(link=LinkParams(line_rate_gbps=10.0, mtu_bytes=1500, propagation_ns=50.0),
-                       tx_ring_slots=2)
+                       tx_ring_slots=2, tx_desc_per_packet=0)
     nic = NicPort(env, "p", params, Stats())
     freed, arrived = [], []
     todo = [frame() for _ in range(3)]
@@ -198,7 +200,7 @@ def test_pcie_backlog_costs_at_most_a_departure_event_per_burst():
     from models.pcie import PcieLink, PcieParams
     env = simpy.Environment()
     params = NicParams(link=LinkParams(line_rate_gbps=10.0, propagation_ns=50.0),
-                       tx_ring_slots=100)
+                       tx_ring_slots=100, tx_desc_per_packet=0)
     nic = NicPort(env, "p", params, Stats(), pcie=PcieLink(env, "card", PcieParams(gen=2)))
     for k in range(20):
         nic.send(frame(frames=45, packets=1))
@@ -233,10 +235,12 @@ def test_conservation_at_every_stage_port_to_port_with_drops():
     stats = Stats()
     link = LinkParams(line_rate_gbps=10.0, propagation_ns=50.0)
     host = NicPort(env, "host", NicParams(link=link, tx_queues=2, rx_queues=2, rx_sort="rss",
-                                          tx_ring_slots=3, rx_ring_slots=40, rx_fifo_bytes=8192,
+                                          tx_ring_slots=3, tx_desc_per_packet=0,
+                                          rx_ring_slots=40, rx_fifo_bytes=8192,
                                           tx_fifo_bytes=4096),
                    stats, pcie=PcieLink(env, "card", PcieParams(gen=1, lanes=1)))
-    peer = NicPort(env, "peer", NicParams(link=link, rx_ring_slots=30), stats)
+    peer = NicPort(env, "peer", NicParams(link=link, rx_ring_slots=30, tx_desc_per_packet=0),
+                   stats)
     host.tx_link.deliver, peer.tx_link.deliver = peer.receive, host.receive
     host.wire_rx(handler(env), lambda b, i: 3000.0, lambda b: None)
     core = Core(env, 1, 0, CpuParams(sockets=1, cores_per_socket=2, clock_hz=1e9))

@@ -18,7 +18,7 @@ def tso(seq, dst=-1):
 
 def test_pending_queue_fills_drains_in_order_and_drops_when_full():
     env, stats = simpy.Environment(), Stats()
-    nic = NicPort(env, "nic", NicParams(tx_ring_slots=1), stats)
+    nic = NicPort(env, "nic", NicParams(tx_desc_per_packet=0, tx_ring_slots=1), stats)
     vs = Vswitch("vs", VswitchParams(cost=CycleCost(per_packet_cycles=600),
                                       pending_tx_limit_packets=2), nic, stats)
     wire = []
@@ -35,7 +35,7 @@ def test_pending_queue_fills_drains_in_order_and_drops_when_full():
 
 def test_local_traffic_is_switched_between_ports():
     env, stats = simpy.Environment(), Stats()
-    nic = NicPort(env, "nic", NicParams(), stats)
+    nic = NicPort(env, "nic", NicParams(tx_desc_per_packet=0), stats)
     vs = Vswitch("vs", VswitchParams(), nic, stats)
     got = []
 
@@ -72,7 +72,7 @@ def test_local_delivery_pays_the_destination_vnics_backend_receive_on_the_sender
             self.got.extend(batch)
 
     env, stats = simpy.Environment(), Stats()
-    nic = NicPort(env, "nic", NicParams(), stats)
+    nic = NicPort(env, "nic", NicParams(tx_desc_per_packet=0), stats)
     vs = Vswitch("vs", VswitchParams(), nic, stats)
     dst = Vnic()
     vs.connect(3, dst)
@@ -89,7 +89,7 @@ def test_only_traffic_leaving_through_the_uplink_pays_encapsulation_and_the_driv
     from models.vxlan import VxlanParams
 
     env, stats = simpy.Environment(), Stats()
-    nic = NicPort(env, "nic", NicParams(), stats)
+    nic = NicPort(env, "nic", NicParams(tx_desc_per_packet=0), stats)
     vs = Vswitch("vs", VswitchParams(vxlan=VxlanParams(enabled=True)), nic, stats)
     vs.connect(3, object())
     driver = lambda packets, n_bytes: {"driver_tx": 7000.0 * packets}  # noqa: E731

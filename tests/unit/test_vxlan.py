@@ -86,7 +86,7 @@ def test_a_burst_larger_than_the_nic_tx_ring_does_not_stall_the_uplink():
     from models.vswitch import Vswitch, VswitchParams
 
     env, stats = simpy.Environment(), Stats()
-    nic = NicPort(env, "nic0", NicParams(tx_ring_slots=8), stats)
+    nic = NicPort(env, "nic0", NicParams(tx_desc_per_packet=0, tx_ring_slots=8), stats)
     vs = Vswitch("vs", VswitchParams(vxlan=VxlanParams(enabled=True, offload=False)), nic, stats)
     vs.transmit(tso_burst(frames=20)._copy(dst=-1))
     ring = nic.tx_queues[0].stats
@@ -95,9 +95,10 @@ def test_a_burst_larger_than_the_nic_tx_ring_does_not_stall_the_uplink():
 
 
 def test_vxlan_without_offload_rejects_a_tx_ring_smaller_than_a_segment(compose):
-    with pytest.raises(ConfigError, match=r"nic.tx_ring_slots=32: must be >= 45"):
+    # 45 one-frame packets of 3 ixgbe descriptors each (context, header, one page)
+    with pytest.raises(ConfigError, match=r"nic.tx_ring_slots=32: must be >= 135"):
         compose(["experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
                  "nic.tx_ring_slots=32"])
     compose(["experiment=vxlan_tx", "hypervisor.vswitch.vxlan.offload=false",
-             "nic.tx_ring_slots=45"])                       # a whole segment fits
-    compose(["experiment=vxlan_tx", "nic.tx_ring_slots=32"])  # with offload: one slot per TSO
+             "nic.tx_ring_slots=135"])                      # a whole segment fits
+    compose(["experiment=vxlan_tx", "nic.tx_ring_slots=32"])  # with offload: 18 per TSO
