@@ -20,6 +20,11 @@ interrupts/s, i.e. ``timer = 0.9 timer + 0.1 target`` per interrupt (slow to spe
 to slow down). It starts in ``low`` at its timer (ixgbe's initial 20K interrupts/s).
 Bytes are counted as the handler takes them (``account``), like the driver's cleaned bytes.
 ``max_frames`` still caps a batch in both modes.
+Throttle (``mode: throttle``): an interval throttle, as Intel's EITR on the 82598 with the ixgbe
+of its era (1.1.18: a fixed 8K interrupts/s): at most one interrupt per ``timer_us``, counted from
+the previous interrupt. A frame that arrives when the interval since the last interrupt has
+already passed raises one at once; otherwise the interrupt is raised when the interval ends (or
+at ``max_frames``). Unlike ``static`` it adds no wait after a quiet period.
 Events: one SimPy timeout per armed timer (none per frame); an interrupt fired by the frame
 threshold leaves its timer's event in the queue, where it expires unused.
 Left out: ixgbe's per-packet-size refinements of later versions, TX-side ITR.
@@ -36,7 +41,7 @@ from simpy.events import Timeout
 from models import units
 from models.base import check
 
-MODES = ("static", "adaptive")
+MODES = ("static", "adaptive", "throttle")
 LOWEST, LOW, BULK = 0, 1, 2
 
 
@@ -131,6 +136,27 @@ class AdaptiveCoalescer(Coalescer):
         self._since_s = self.env.now
 
 
+class ThrottleCoalescer(Coalescer):
+    """An interval throttle (EITR): at most one interrupt per ``timer_us`` (module docstring)."""
+
+    def __init__(self, env: simpy.Environment, params: CoalescingParams, fire: Callable[[], None]):
+        super().__init__(env, params, fire)
+        self._last_s = -float("inf")
+
+    def notify(self, frames: int) -> None:
+        self.pending_frames += frames
+        due_s = self._last_s + units.us_to_s(self.timer_us)
+        if self.pending_frames >= self.params.max_frames or self.env.now >= due_s:
+            self._fire()
+        elif not self._armed:
+            self._armed = True
+            Timeout(self.env, due_s - self.env.now, self._timer_gen).callbacks.append(
+                self._expire)
+
+    def _on_interrupt(self) -> None:
+        self._last_s = self.env.now
+
+
 def next_class(current: int, bytes_per_us: float, p: CoalescingParams) -> int:
     """ixgbe_update_itr: the latency class after a period at ``bytes_per_us``."""
     if current == LOWEST:
@@ -155,4 +181,6 @@ def smoothed_timer_us(current_us: float, target_us: float) -> float:
 
 def make_coalescer(env: simpy.Environment, params: CoalescingParams,
                    fire: Callable[[], None]) -> Coalescer:
-    return (AdaptiveCoalescer if params.mode == "adaptive" else Coalescer)(env, params, fire)
+    kind = {"adaptive": AdaptiveCoalescer, "throttle": ThrottleCoalescer}.get(params.mode,
+                                                                             Coalescer)
+    return kind(env, params, fire)

@@ -3,7 +3,11 @@
 Modelled: a native host with its own cores and OS stack profile. Its NIC's receive interrupt runs
 the driver and the TCP/IP receive path (and the ACKs it generates) in a softirq context; with
 ``rx_queues`` > 1 the NIC spreads flows over that many queues by an RSS hash, each with its own
-softirq context on cores 0..rx_queues-1 (a flow's ACKs leave from its queue's context). Each
+softirq context on cores 0..rx_queues-1 (a flow's ACKs leave from its queue's context). The
+receive interrupt is the port's own coalescing (``rx_coalescing: nic``) or the client driver's
+interval throttle (``throttle``, ``rx_throttle_us``: at most one interrupt per interval, which
+takes everything the ring holds; 000's RHEL5 client's ixgbe 1.1.18 runs one queue at 8K/s: one
+queue by default, the throttle with ``peer.rx_coalescing=throttle``, configs/peer/dl380_g5_rhel5). Each
 connection's application (netperf or netserver process, with its send()/recv() copies and
 segment output) runs on its own core, round-robin over the cores the softirqs leave free. It
 can be the bottleneck, as in the sources (claim E35-client-limit).
@@ -42,7 +46,13 @@ class PeerParams:
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
-    rx_queues: int = 8  # RSS receive queues, each with a softirq context on its own core
+    rx_ring_slots: int = 1024  # the client driver's receive ring; 0: the port's own (nic.*)
+    rx_queues: int = 1  # receive queues (RSS over > 1), each with a softirq context on its core
+    # The client NIC's receive interrupt moderation: "nic" = the port's own (``nic.coalescing``);
+    # "throttle" = an interval throttle (the 82598's EITR) of ``rx_throttle_us``: a batch per
+    # interval, bounded by the ring only (no frame-count threshold)
+    rx_coalescing: str = "nic"
+    rx_throttle_us: float = 125.0
     lro_max_bytes: int = 0  # LRO on the client's NIC driver; 0 = off (RHEL5's 2.6.18 has none)
     # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
     # LRO merges the frames after decapsulation.
@@ -51,8 +61,12 @@ class PeerParams:
 
     def __post_init__(self):
         check(self.tx_ring_slots >= 1, "tx_ring_slots", self.tx_ring_slots, ">= 1")
+        check(self.rx_ring_slots >= 0, "rx_ring_slots", self.rx_ring_slots, ">= 0 (0: the port's)")
         check(1 <= self.rx_queues <= self.cpu.sockets * self.cpu.cores_per_socket,
               "rx_queues", self.rx_queues, "in 1..the client's cores")
+        check(self.rx_coalescing in ("nic", "throttle"), "rx_coalescing", self.rx_coalescing,
+              "nic or throttle")
+        check(self.rx_throttle_us >= 0, "rx_throttle_us", self.rx_throttle_us, ">= 0")
         check(self.lro_max_bytes == 0 or 1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes",
               self.lro_max_bytes, "0 (off) or in 1500..262144")
 
@@ -67,9 +81,14 @@ class PeerHost(StackHost):
         self.cpu = Cpu(env, params.cpu)
         lro = params.lro_max_bytes > 0
         nq = params.rx_queues
+        coalescing, rx_slots = nic.coalescing, params.rx_ring_slots or nic.rx_ring_slots
+        if params.rx_coalescing == "throttle":  # one batch per interval, as many as the ring holds
+            coalescing = replace(coalescing, mode="throttle", timer_us=params.rx_throttle_us,
+                                 max_frames=rx_slots)
         self.nic = NicPort(env, f"{name}.nic", replace(
             nic, tx_queues=1, rx_queues=nq, rx_sort="rss" if nq > 1 else "single",
             tx_ring_slots=params.tx_ring_slots, tx_desc_per_packet=0,  # packets (left out)
+            rx_ring_slots=rx_slots, coalescing=coalescing,
             lro=lro, lro_max_bytes=params.lro_max_bytes if lro else nic.lro_max_bytes,
             lro_tunnelled=params.lro_tunnelled), stats)
         # Every context has its own named stream: a new connection shifts nobody's jitter.
