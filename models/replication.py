@@ -23,7 +23,9 @@ of 5.0, set here for every port of the vswitch) the receiving context only hands
 reference (``handoff``: queue it and wake the member's context) and the member's own context --
 its vNIC backend, the VM's networking context -- makes the copy and fills the vNIC ring; the
 hand-offs are the "slight increase in CPU consumption" of 003. The split queue is bounded
-(``split_queue_packets``; full: ``split_queue_full``).
+(``split_queue_packets``; full: ``split_queue_full``). The member's copy sits on its context's
+node, where the member's reader fetches it (``rx_data_nodes``, as default mode's copies sit on the
+receiving context's node).
 Granularity: one burst per member per pass, never an event per copy.
 Left out: IGMP snooping state and timeouts, multicast from a VM (the sender is the peer),
 splitRxMode on only some ports, broadcast.
@@ -87,8 +89,9 @@ class Member:
 class Replicator:
     """The vswitch's multicast table and copy engine.
 
-    ``vnic`` objects need ``deliver(batch)``, ``rx_backend_cycles(packets, bytes)`` and, for
-    split mode, ``net_context`` (the context that runs the member's copies).
+    ``vnic`` objects need ``deliver(batch)``, ``rx_backend_cycles(packets, bytes)``,
+    ``rx_data_nodes`` (flow -> node where its received data sit) and, for split mode,
+    ``net_context`` (the context that runs the member's copies).
     """
 
     def __init__(self, name: str, params: ReplicationParams, stats: Stats):
@@ -107,7 +110,7 @@ class Replicator:
         if queue is not None:  # the member's context copies what its queue holds, then fills
             member.poller = RingPoller(queue, member.context,   # its vNIC
                                        lambda batch, _irq: self._split_cost(member, batch),
-                                       vnic.deliver)
+                                       lambda batch: self._split_deliver(member, batch))
         self.groups.setdefault(dst, []).append(member)
         return member
 
@@ -180,6 +183,14 @@ class Replicator:
                     m.vnic.deliver(copies)
                 else:
                     m.poller.kick()
+
+    def _split_deliver(self, m: Member, batch: list[Burst]) -> None:
+        """splitRxMode, after the member's context paid: its copies now sit on the node of
+        that context's core (the reader pays to fetch them from there: ``rx_data_nodes``)."""
+        node = m.context.core.node
+        for b in batch:
+            m.vnic.rx_data_nodes[b.flow] = node
+        m.vnic.deliver(batch)
 
     def _split_cost(self, m: Member, batch: list[Burst]) -> tuple[dict, int, int]:
         """splitRxMode, one pass of the member's context: copy and vNIC backend work."""

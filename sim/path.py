@@ -284,7 +284,7 @@ def _multicast_path(model: Model, f: int, v: int) -> FlowPath:
                       _ctx(vnic.net_context, [Charge.of(costs.REPLICATION, rep.params.copy,
                                                         unit="copy")],
                            vnic.backend_charges("rx"), _numa(vnic.net_context, None))]
-        copied_on = None         # the member's context made the copy: the VM's memory home
+        copied_on = vnic.net_context.core.node   # ``Replicator._split_deliver``
     else:
         path.data.append(_ctx(nic_rxq.context, *vector, vnic.backend_charges("rx"),
                               rep.numa_charges(vnic, nic_rxq.context)))

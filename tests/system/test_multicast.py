@@ -141,3 +141,40 @@ def test_default_mode_pays_the_numa_penalty_per_copy_into_a_remote_member(compos
     model, _, tables = run_one(compose(["experiment=mc_split_40k", *over], short=False))
     terms = tables["cost_terms"]
     assert terms[(terms["context"] == "nic0.rxq0.irq") & (terms["term"] == "numa_copy")].empty
+
+
+def test_split_mode_reader_fetches_the_copy_from_its_member_contexts_node(compose, compose_raw,
+                                                                        run_one):
+    """In split mode the member's own context (the VM's networking context) makes the copy,
+    so the copy sits on that context's node (``Replicator._split_deliver``): a receiver whose
+    vCPU is on the other node pays ``remote_per_packet_cycles + remote_per_byte_cycles`` x
+    datagram bytes per datagram it reads (``numa`` on the vCPU), one on the same node nothing;
+    the declared path (and the fluid engine through it) says the same on the reader's hop."""
+    over = ["workload.vms=8", "run.warmup_s=0.01", "run.measure_s=0.03"]
+    numa = compose_raw(["experiment=mc_split_40k", *over], short=False)["host"]["numa"]
+    pp, pb = numa["remote_per_packet_cycles"], numa["remote_per_byte_cycles"]
+    model, _, tables = run_one(compose(["experiment=mc_split_40k", *over], short=False))
+    mc = tables["multicast"].set_index("vm")
+    terms = tables["cost_terms"]
+    bytes_per_copy = model.cfg.workload.multicast.packet_bytes
+    far = {v for v, vm in enumerate(model.vms)
+           if vm.vcpus[0].core.node != vm.vnic.net_context.core.node}
+    assert 0 < len(far) < len(model.vms)          # both kinds of receiver
+    for v, vm in enumerate(model.vms):
+        (vcpu,) = vm.vcpus
+        fetched = float(terms[(terms["context"] == vcpu.name)
+                              & (terms["term"] == "numa")]["cycles_per_s"].sum())
+        if v in far:
+            assert fetched == pytest.approx(
+                mc.loc[v, "received_packets"] / 0.03 * (pp + pb * bytes_per_copy), rel=0.05)
+        else:
+            assert fetched == 0
+    from sim.path import flow_paths
+    for fp in flow_paths(model):
+        app_hop = fp.data[-1]
+        charges = [c for c in app_hop.charges if c.term == "numa"]
+        if fp.vm in far:
+            (c,) = charges
+            assert (c.per_packet_cycles, c.per_byte_cycles) == pytest.approx((pp, pb))
+        else:
+            assert not charges

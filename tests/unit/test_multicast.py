@@ -28,6 +28,7 @@ class FakeVnic:
     def __init__(self, ctx=None):
         self.batches: list[list[Burst]] = []
         self.net_context = ctx
+        self.rx_data_nodes: dict[int, object] = {}  # flow -> node where its copy sits
 
     def deliver(self, batch):
         self.batches.append(batch)
