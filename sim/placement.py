@@ -9,6 +9,10 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
   take the other cores in order, then those cores round again (sharing, with world switches):
   the vectors' cores stay the vectors' own, as ESX's load-balancing scheduler keeps worlds off
   a core its interrupt handler keeps busy (only a host with no other core shares them).
+  A VM whose vCPUs fit in one node keeps them on one node (ESX's NUMA scheduler gives it a
+  *home node* and "a virtual machine runs only on processors within its home node", vSphere
+  Resource Management, "How ESXi NUMA Scheduling Works"): when the next free cores would
+  straddle two nodes, its vCPUs take the first run of free cores within one node instead.
   With ``guest.latency_sensitivity=high`` (vSphere 5.5) the vCPUs, VM by VM, take the first
   free cores, one each, and no other context is placed there: the other contexts go round the
   cores left (``sim.config`` checks that one is left; pinned only).
@@ -80,11 +84,28 @@ class Placement:
     def vector_layouts(self, j: int) -> tuple[int, int]:
         return self._pinned_vectors[j], self._numa_vectors[j]
 
-    def start_vm(self, vm: int, port: int) -> None:
+    def start_vm(self, vm: int, port: int, vcpus: int = 1) -> None:
+        """Start placing VM ``vm`` (on NIC port ``port``, with ``vcpus`` vCPUs placed first)."""
         self._vm = vm
         self._vm_node = vm % self.sockets
         self._vm_card_node = self.node_of_port(port)
         self.layouts[vm] = []
+        if self.policy in ("pinned", "numa_io") and vcpus > 1:
+            self._home_node(vcpus)
+
+    def _home_node(self, vcpus: int) -> None:
+        """ESX's NUMA scheduler gives a VM that fits in one node a home node and runs its vCPUs
+        only there: when the next ``vcpus`` free cores of this round span two nodes, the cursor
+        moves on to the first run of ``vcpus`` free cores within one node (the cores skipped
+        are taken in the next round). A VM wider than a node, or one placed in a sharing round
+        (cores already taken once), is left as it falls."""
+        free, i = self._shared, self._i
+        if vcpus > self.cps or i + vcpus > len(free):
+            return
+        for j in range(i, len(free) - vcpus + 1):
+            if len({c // self.cps for c in free[j:j + vcpus]}) == 1:
+                self._i = j
+                return
 
     def next(self, exclusive: bool = False) -> int:
         """The core of the next context of the VM being built (in the active layout);
@@ -195,8 +216,8 @@ def make_plan(cfg) -> Plan:
         port = cfg.topology.port_of(i, n, host.nic_ports)
         card = port // host.ports_per_card
         card_node = host.card_node(card)
-        placer.start_vm(i, port)
         vcpus, nets = vm_context_names(cfg, i)
+        placer.start_vm(i, port, 1 if cfg.guest.latency_sensitive else len(vcpus))
         exclusive = cfg.guest.latency_sensitive  # each vCPU on a core of its own
         cores = [(placer.next(exclusive and name in vcpus), name) for name in [*vcpus, *nets]]
         pairs = placer.layouts[i]
