@@ -41,18 +41,25 @@ POLICIES = ("pinned", "spread", "numa_io")
 class Placement:
     def __init__(self, policy: str, sockets: int, cores_per_socket: int, irq_core: int,
                  ports: int, rx_queues: int, ports_per_card: int, card_node, numa_active: bool,
-                 exclusive: int = 0):
+                 exclusive: int = 0, steer: bool = False):
         """``card_node(c)`` gives card ``c``'s node; ``numa_active``: start in the NUMA layout;
-        ``exclusive``: how many contexts (latency-sensitive vCPUs) get a core of their own."""
+        ``exclusive``: how many contexts (latency-sensitive vCPUs) get a core of their own;
+        ``steer``: VMDq queue vectors follow their VMs (``steered``; pinned only)."""
         assert policy in POLICIES, policy
+        assert not steer or policy == "pinned", policy
         self.policy, self.cps = policy, cores_per_socket
         self.n_cores = sockets * cores_per_socket
         self.sockets, self.rx_queues, self.ports_per_card = sockets, rx_queues, ports_per_card
         self.card_node = card_node
         self.numa_active = policy == "numa_io" and numa_active
+        self.steer = steer
         n_vectors = ports * rx_queues
         self._pinned_vectors = [(irq_core + j) % self.n_cores for j in range(n_vectors)]
-        reserved = set(self._pinned_vectors)
+        if steer:  # only each port's default queue keeps a core aside, the ports' in a row
+            self._pinned_vectors = [(irq_core + j // rx_queues) % self.n_cores
+                                    for j in range(n_vectors)]
+        reserved = {c for j, c in enumerate(self._pinned_vectors)
+                    if not (steer and j % rx_queues)}
         self._free = [c for c in range(self.n_cores) if c not in reserved]
         self._i = 0  # pinned cursor over the free cores
         # Latency-sensitive vCPUs own the first free cores; the other contexts share the rest.
@@ -152,13 +159,30 @@ def vector_cores(cfg) -> set[int]:
             for j in range(host.nic_ports * vector_queues(cfg))}
 
 
+def steers_vmdq_vectors(cfg) -> bool:
+    """NetQueue moves a VMDq queue's interrupt "to idle or optimal processor cores" (004): the
+    pinned layout gives every vector a core of its own, which the VMs' contexts leave alone,
+    while the vectors are fewer than the cores. When they are not (16 queues on an 8- or
+    16-core host) no core is left for the VMs and vectors share cores round-robin; instead
+    each VM's own queue's vector runs on its VM's first vCPU's core (the optimal core: the
+    queue's data are that vCPU's to read) and only each port's default queue keeps a core
+    aside. Pinned, VMDq, not latency-sensitive."""
+    host = cfg.host
+    queues = vector_queues(cfg)
+    if host.placement != "pinned" or cfg.nic.rx_sort != "vmdq" or queues < 2 \
+            or cfg.guest.latency_sensitive:
+        return False
+    return host.nic_ports * queues >= host.cpu.n_cores
+
+
 def make_placement(cfg) -> Placement:
     host = cfg.host
     return Placement(host.placement, host.cpu.sockets, host.cpu.cores_per_socket, host.irq_core,
                      host.nic_ports, vector_queues(cfg), host.ports_per_card, host.card_node,
                      numa_active=host.numa_io_threshold_pct > 0,
                      exclusive=cfg.topology.host_vms(cfg.workload.vms) * cfg.guest.vcpus
-                     if cfg.guest.latency_sensitive else 0)
+                     if cfg.guest.latency_sensitive else 0,
+                     steer=steers_vmdq_vectors(cfg))
 
 
 @dataclass(frozen=True)
@@ -233,12 +257,21 @@ def make_plan(cfg) -> Plan:
             slots[name] = Slot(placed[False], placed[True], card if networking else None)
         assert [c for c, _ in cores] == [slots[n].at_start(placer.numa_active)[0]
                                         for _, n in cores]
+    host_vms = cfg.topology.host_vms(n)
     for p in range(0 if is_direct(cfg.vnic.model) else host.nic_ports):  # direct: no vectors
         card = p // host.ports_per_card
         node = host.card_node(card)
         for k in range(cfg.nic.rx_queues):
             default, numa = placer.vector_layouts(p * cfg.nic.rx_queues + k)
-            slots[vector_name(p, k)] = Slot((default, node), (numa, node), card)
+            home = node
+            vm = k - 1  # VMDq: queue k filters VM k - 1's frames (models.nic._vmdq_queue)
+            if placer.steer and k and vm < host_vms and \
+                    cfg.topology.port_of(vm, n, host.nic_ports) == p:
+                # on its VM's core, and its buffers in its VM's memory (004: "mapped to guest
+                # memory"): the handler reads and writes on the VM's node
+                default = numa = slots[f"vm{vm}.vcpu0"].default[0]
+                home = slots[f"vm{vm}.vcpu0"].default[1]
+            slots[vector_name(p, k)] = Slot((default, home), (numa, home), card)
     return Plan(slots, placer.numa_active)
 
 
