@@ -13,6 +13,10 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
   *home node* and "a virtual machine runs only on processors within its home node", vSphere
   Resource Management, "How ESXi NUMA Scheduling Works"): when the next free cores would
   straddle two nodes, its vCPUs take the first run of free cores within one node instead.
+  With NetQueue (``nic.rx_sort=vmdq``) and no idle core per vector (vectors >= cores), each
+  VM's own queue's vector runs on that VM's first vCPU's core, its buffers in the VM's memory
+  (004: "Interrupts can be moved to idle or optimal processor cores"; ``steers_vmdq_vectors``);
+  only each port's default queue keeps a core aside.
   With ``guest.latency_sensitivity=high`` (vSphere 5.5) the vCPUs, VM by VM, take the first
   free cores, one each, and no other context is placed there: the other contexts go round the
   cores left (``sim.config`` checks that one is left; pinned only).
