@@ -166,17 +166,22 @@ def vector_cores(cfg) -> set[int]:
 def steers_vmdq_vectors(cfg) -> bool:
     """NetQueue moves a VMDq queue's interrupt "to idle or optimal processor cores" (004): the
     pinned layout gives every vector a core of its own, which the VMs' contexts leave alone,
-    while the vectors are fewer than the cores. When they are not (16 queues on an 8- or
-    16-core host) no core is left for the VMs and vectors share cores round-robin; instead
-    each VM's own queue's vector runs on its VM's first vCPU's core (the optimal core: the
-    queue's data are that vCPU's to read) and only each port's default queue keeps a core
-    aside. Pinned, VMDq, not latency-sensitive."""
+    while the vectors that take traffic (each port's default queue and one per VM behind it)
+    are fewer than the cores. When they are not (17 VMs' 16 queues on an 8-core host, 15-16
+    VMs on the 16-core one) no core is left idle and the vectors would share cores round-robin
+    regardless of their VMs; instead each VM's own queue's vector runs on its VM's first
+    vCPU's core (the optimal core: the queue's data are that vCPU's to read) and only each
+    port's default queue keeps a core aside. Pinned, VMDq, not latency-sensitive."""
     host = cfg.host
     queues = vector_queues(cfg)
     if host.placement != "pinned" or cfg.nic.rx_sort != "vmdq" or queues < 2 \
             or cfg.guest.latency_sensitive:
         return False
-    return host.nic_ports * queues >= host.cpu.n_cores
+    n = cfg.workload.vms
+    per_port = [0] * host.nic_ports
+    for i in range(cfg.topology.host_vms(n)):
+        per_port[cfg.topology.port_of(i, n, host.nic_ports)] += 1
+    return sum(min(queues, k + 1) for k in per_port) >= host.cpu.n_cores
 
 
 def make_placement(cfg) -> Placement:
