@@ -9,6 +9,14 @@ vectors of all ports, port-major, are ``vector`` 0, 1, ...; card ``c`` holds por
   take the other cores in order, then those cores round again (sharing, with world switches):
   the vectors' cores stay the vectors' own, as ESX's load-balancing scheduler keeps worlds off
   a core its interrupt handler keeps busy (only a host with no other core shares them).
+  A VM whose vCPUs fit in one node keeps them on one node (ESX's NUMA scheduler gives it a
+  *home node* and "a virtual machine runs only on processors within its home node", vSphere
+  Resource Management, "How ESXi NUMA Scheduling Works"): when the next free cores would
+  straddle two nodes, its vCPUs take the first run of free cores within one node instead.
+  With NetQueue (``nic.rx_sort=vmdq``) and no idle core per vector (vectors >= cores), each
+  VM's own queue's vector runs on that VM's first vCPU's core, its buffers in the VM's memory
+  (004: "Interrupts can be moved to idle or optimal processor cores"; ``steers_vmdq_vectors``);
+  only each port's default queue keeps a core aside.
   With ``guest.latency_sensitivity=high`` (vSphere 5.5) the vCPUs, VM by VM, take the first
   free cores, one each, and no other context is placed there: the other contexts go round the
   cores left (``sim.config`` checks that one is left; pinned only).
@@ -37,18 +45,25 @@ POLICIES = ("pinned", "spread", "numa_io")
 class Placement:
     def __init__(self, policy: str, sockets: int, cores_per_socket: int, irq_core: int,
                  ports: int, rx_queues: int, ports_per_card: int, card_node, numa_active: bool,
-                 exclusive: int = 0):
+                 exclusive: int = 0, steer: bool = False):
         """``card_node(c)`` gives card ``c``'s node; ``numa_active``: start in the NUMA layout;
-        ``exclusive``: how many contexts (latency-sensitive vCPUs) get a core of their own."""
+        ``exclusive``: how many contexts (latency-sensitive vCPUs) get a core of their own;
+        ``steer``: VMDq queue vectors follow their VMs (``steered``; pinned only)."""
         assert policy in POLICIES, policy
+        assert not steer or policy == "pinned", policy
         self.policy, self.cps = policy, cores_per_socket
         self.n_cores = sockets * cores_per_socket
         self.sockets, self.rx_queues, self.ports_per_card = sockets, rx_queues, ports_per_card
         self.card_node = card_node
         self.numa_active = policy == "numa_io" and numa_active
+        self.steer = steer
         n_vectors = ports * rx_queues
         self._pinned_vectors = [(irq_core + j) % self.n_cores for j in range(n_vectors)]
-        reserved = set(self._pinned_vectors)
+        if steer:  # only each port's default queue keeps a core aside, the ports' in a row
+            self._pinned_vectors = [(irq_core + j // rx_queues) % self.n_cores
+                                    for j in range(n_vectors)]
+        reserved = {c for j, c in enumerate(self._pinned_vectors)
+                    if not (steer and j % rx_queues)}
         self._free = [c for c in range(self.n_cores) if c not in reserved]
         self._i = 0  # pinned cursor over the free cores
         # Latency-sensitive vCPUs own the first free cores; the other contexts share the rest.
@@ -80,11 +95,28 @@ class Placement:
     def vector_layouts(self, j: int) -> tuple[int, int]:
         return self._pinned_vectors[j], self._numa_vectors[j]
 
-    def start_vm(self, vm: int, port: int) -> None:
+    def start_vm(self, vm: int, port: int, vcpus: int = 1) -> None:
+        """Start placing VM ``vm`` (on NIC port ``port``, with ``vcpus`` vCPUs placed first)."""
         self._vm = vm
         self._vm_node = vm % self.sockets
         self._vm_card_node = self.node_of_port(port)
         self.layouts[vm] = []
+        if self.policy in ("pinned", "numa_io") and vcpus > 1:
+            self._home_node(vcpus)
+
+    def _home_node(self, vcpus: int) -> None:
+        """ESX's NUMA scheduler gives a VM that fits in one node a home node and runs its vCPUs
+        only there: when the next ``vcpus`` free cores of this round span two nodes, the cursor
+        moves on to the first run of ``vcpus`` free cores within one node (the cores skipped
+        are taken in the next round). A VM wider than a node, or one placed in a sharing round
+        (cores already taken once), is left as it falls."""
+        free, i = self._shared, self._i
+        if vcpus > self.cps or i + vcpus > len(free):
+            return
+        for j in range(i, len(free) - vcpus + 1):
+            if len({c // self.cps for c in free[j:j + vcpus]}) == 1:
+                self._i = j
+                return
 
     def next(self, exclusive: bool = False) -> int:
         """The core of the next context of the VM being built (in the active layout);
@@ -131,13 +163,35 @@ def vector_cores(cfg) -> set[int]:
             for j in range(host.nic_ports * vector_queues(cfg))}
 
 
+def steers_vmdq_vectors(cfg) -> bool:
+    """NetQueue moves a VMDq queue's interrupt "to idle or optimal processor cores" (004): the
+    pinned layout gives every vector a core of its own, which the VMs' contexts leave alone,
+    while the vectors that take traffic (each port's default queue and one per VM behind it)
+    are fewer than the cores. When they are not (17 VMs' 16 queues on an 8-core host, 15-16
+    VMs on the 16-core one) no core is left idle and the vectors would share cores round-robin
+    regardless of their VMs; instead each VM's own queue's vector runs on its VM's first
+    vCPU's core (the optimal core: the queue's data are that vCPU's to read) and only each
+    port's default queue keeps a core aside. Pinned, VMDq, not latency-sensitive."""
+    host = cfg.host
+    queues = vector_queues(cfg)
+    if host.placement != "pinned" or cfg.nic.rx_sort != "vmdq" or queues < 2 \
+            or cfg.guest.latency_sensitive:
+        return False
+    n = cfg.workload.vms
+    per_port = [0] * host.nic_ports
+    for i in range(cfg.topology.host_vms(n)):
+        per_port[cfg.topology.port_of(i, n, host.nic_ports)] += 1
+    return sum(min(queues, k + 1) for k in per_port) >= host.cpu.n_cores
+
+
 def make_placement(cfg) -> Placement:
     host = cfg.host
     return Placement(host.placement, host.cpu.sockets, host.cpu.cores_per_socket, host.irq_core,
                      host.nic_ports, vector_queues(cfg), host.ports_per_card, host.card_node,
                      numa_active=host.numa_io_threshold_pct > 0,
                      exclusive=cfg.topology.host_vms(cfg.workload.vms) * cfg.guest.vcpus
-                     if cfg.guest.latency_sensitive else 0)
+                     if cfg.guest.latency_sensitive else 0,
+                     steer=steers_vmdq_vectors(cfg))
 
 
 @dataclass(frozen=True)
@@ -195,8 +249,8 @@ def make_plan(cfg) -> Plan:
         port = cfg.topology.port_of(i, n, host.nic_ports)
         card = port // host.ports_per_card
         card_node = host.card_node(card)
-        placer.start_vm(i, port)
         vcpus, nets = vm_context_names(cfg, i)
+        placer.start_vm(i, port, 1 if cfg.guest.latency_sensitive else len(vcpus))
         exclusive = cfg.guest.latency_sensitive  # each vCPU on a core of its own
         cores = [(placer.next(exclusive and name in vcpus), name) for name in [*vcpus, *nets]]
         pairs = placer.layouts[i]
@@ -212,12 +266,21 @@ def make_plan(cfg) -> Plan:
             slots[name] = Slot(placed[False], placed[True], card if networking else None)
         assert [c for c, _ in cores] == [slots[n].at_start(placer.numa_active)[0]
                                         for _, n in cores]
+    host_vms = cfg.topology.host_vms(n)
     for p in range(0 if is_direct(cfg.vnic.model) else host.nic_ports):  # direct: no vectors
         card = p // host.ports_per_card
         node = host.card_node(card)
         for k in range(cfg.nic.rx_queues):
             default, numa = placer.vector_layouts(p * cfg.nic.rx_queues + k)
-            slots[vector_name(p, k)] = Slot((default, node), (numa, node), card)
+            home = node
+            vm = k - 1  # VMDq: queue k filters VM k - 1's frames (models.nic._vmdq_queue)
+            if placer.steer and k and vm < host_vms and \
+                    cfg.topology.port_of(vm, n, host.nic_ports) == p:
+                # on its VM's core, and its buffers in its VM's memory (004: "mapped to guest
+                # memory"): the handler reads and writes on the VM's node
+                default = numa = slots[f"vm{vm}.vcpu0"].default[0]
+                home = slots[f"vm{vm}.vcpu0"].default[1]
+            slots[vector_name(p, k)] = Slot((default, home), (numa, home), card)
     return Plan(slots, placer.numa_active)
 
 

@@ -171,3 +171,18 @@ def test_card_node_must_exist(compose):
     from sim.config import ConfigError
     with pytest.raises(ConfigError, match=r"host.numa.card_node=2: must be in 0..1"):
         compose(["host=r720", "host.numa.card_node=2"])
+
+
+def test_pinned_keeps_a_vm_that_fits_a_node_on_its_home_node():
+    """ESX's NUMA scheduler runs a VM that fits in one node only on its home node: 4 vCPUs do
+    not straddle the sockets when the next free cores would (vSphere Resource Management,
+    "How ESXi NUMA Scheduling Works")."""
+    def vm_cores(vcpus):
+        p = Placement("pinned", sockets=2, cores_per_socket=6, irq_core=1, ports=1, rx_queues=4,
+                      ports_per_card=2, card_node=lambda c: 0, numa_active=False)
+        p.start_vm(0, port=0, vcpus=vcpus)
+        return [p.next() for _ in range(vcpus + 1)]      # the vCPUs, then a networking context
+    # vectors on 1-4; free 0, 5 on node 0: 4 vCPUs go to node 1, the skipped cores come later
+    assert vm_cores(4) == [6, 7, 8, 9, 10]
+    assert vm_cores(2) == [0, 5, 6]                     # two fit on node 0: as before
+    assert vm_cores(1) == [0, 5]
