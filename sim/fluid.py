@@ -196,8 +196,8 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
 # -- the network description ------------------------------------------------------------------
 
 # The per-flow quantities (per second) every rate is expressed in.
-G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA = range(14)
-NQ = 14  # quantities per flow
+G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA, B = range(15)
+NQ = 15  # quantities per flow (B: the data's bursts on the wire, what the sender emits at once)
 _LINEAR = (D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA)   # proportional to G
 # charge "per"/"unit" -> quantity, by section and side of the wire
 _RATES = {
@@ -361,6 +361,15 @@ def describe_network(cfg: Config) -> _Net:
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
         fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
+        # What leaves at once (one output() of the DES's sender, its segments back to back): a
+        # segment; but a refilling sender's writer waits for room for a whole message and its
+        # write goes out at once, as several segments without TSO (DES,
+        # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
+        # not one per segment or per 20-us timer)
+        burst = seg
+        if fl.refill and cfg.workload.rate_limit_mbps <= 0:
+            burst = max(seg, min(cfg.workload.message_bytes, window))
+        fl.per_g[B] = 1 / burst
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = next(i for i, h in enumerate(hops) if h.kind == LINK)
@@ -520,8 +529,11 @@ def _compile(net: _Net) -> None:
                             if what not in table:
                                 net.unknown.add((c.term, what))
                                 continue
+                            # per-interrupt work a busy receiver polls past: a direct
+                            # device's vCPU (NIC interrupt), a vCPU's virtual interrupt
                             add((hop.name, c.term), i, table[what], cyc, s_i,
-                                poll=what == "interrupt" and hop.name in direct)
+                                poll=(what == "interrupt" and hop.name in direct)
+                                or (what == "virtual interrupt" and hop.name in vcpus))
                         if section == "data":
                             add((hop.name, c.term), i, G, c.per_byte_cycles, s_i)
                 elif hop.kind == PCIE:
@@ -617,11 +629,11 @@ def demands(net: _Net, rates) -> State:
     Q = net.per_g * g[:, None]
     Q[:, G] = g
     nq = len(net.queues)
-    bursts = np.bincount(net.dq, Q[:, S], nq)
+    bursts = np.bincount(net.dq, Q[:, B], nq)
     frames = np.bincount(net.dq, Q[:, D], nq)
     nbytes = np.bincount(net.dq, g, nq)
     irq_data = _interrupts(bursts, frames, nbytes, co)
-    Q[:, IR] = _share(irq_data[net.dq], Q[:, S], bursts[net.dq])
+    Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     # One read task per receiving pass (at most one per stack packet), each opening the window
     # by more than 2 MSS: one window-update ACK, a train of its own.
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
@@ -642,7 +654,7 @@ def demands(net: _Net, rates) -> State:
     ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
     # A vCPU that drives its NIC polls it while busy (NAPI): its per-interrupt work fills what
     # the rest leaves (``_polling``; DES, pt_passthrough_tx: the vCPU at 100%, no interrupt).
-    _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock)
+    _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock, net.e_halt)
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
                   cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
@@ -844,11 +856,13 @@ def _solve_net(net: _Net, iterations: int = 8):
     prob, aux = _problem(net)
     m = aux["m"]
 
-    halt = net.e_halt   # wake-ups fill idle time only (``_halt_wakeups``): not a constraint
+    # wake-ups (``_halt_wakeups``) and a polling receiver's per-interrupt work (``_polling``)
+    # fill idle time only: not a constraint
+    filler = net.e_halt | net.e_poll
 
     def loads(rates):
         st = demands(net, rates)
-        kl = st.key_load - np.bincount(net.e_key[halt], st.entry[halt], len(net.keys))
+        kl = st.key_load - np.bincount(net.e_key[filler], st.entry[filler], len(net.keys))
         return np.concatenate([np.bincount(prob.rows, kl, m), rates])
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
@@ -1322,7 +1336,7 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
 
 
 def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: np.ndarray,
-             core_clock: np.ndarray) -> np.ndarray:
+             core_clock: np.ndarray, halt: np.ndarray | None = None) -> np.ndarray:
     """Per context, the share of its per-pass work left when a busy handler polls (in place
     on the ``poll`` entries; returns the factor per context). A receive handler whose ring
     fills while it works takes the next batch without a new interrupt, so its passes grow
@@ -1336,7 +1350,8 @@ def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: n
         return f
     core_of_entry = ctx_core[e_ctx]
     nc = len(core_clock)
-    other = np.bincount(core_of_entry[~poll & (e_ctx >= 0)], entry[~poll & (e_ctx >= 0)], nc)
+    work = ~poll & (e_ctx >= 0) if halt is None else ~poll & ~halt & (e_ctx >= 0)
+    other = np.bincount(core_of_entry[work], entry[work], nc)
     per_pass = np.bincount(core_of_entry[poll], entry[poll], nc)
     with np.errstate(divide="ignore", invalid="ignore"):
         fc = np.where(per_pass > 0, np.clip((core_clock - other) / np.where(per_pass > 0,
