@@ -9,7 +9,8 @@ nothing runs), reads every flow's path (``sim.path.flow_paths``: contexts with t
 terms, rings, PCIe directions, links) and the same parameters, and finds the steady state by
 max-min fair progressive filling. No cost is restated here: every cycle comes from a ``Charge``
 of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
-(``_halt_wakeups``), a busy receive vector polling (``_polling``, multicast), world switches on
+(``_halt_wakeups``), a busy receiver polling (``_polling``: multicast's vector, a host NIC
+queue's handler, a vCPU's vNIC ring; bursts of a refilling sender: ``B``), world switches on
 shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
@@ -78,7 +79,7 @@ Reported ``rtt_us``: the window bound's ``RTT`` for a window-bound flow, else ``
 (Little's law with the full window in flight, the queueing at the bottleneck included); loss 0
 by construction. Left out (the DES has them): loss and its onset, queues longer than the task
 in service and latency distributions, transients and slow start, delayed
-ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, the NUMA I/O
+ACKs and other TCP dynamics, doorbell suppression, the NUMA I/O
 scheduler's moves (the built layout is priced), service-time jitter, ring and queue limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
 turn-around costs left out).
 """
