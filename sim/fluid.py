@@ -9,7 +9,8 @@ nothing runs), reads every flow's path (``sim.path.flow_paths``: contexts with t
 terms, rings, PCIe directions, links) and the same parameters, and finds the steady state by
 max-min fair progressive filling. No cost is restated here: every cycle comes from a ``Charge``
 of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
-(``_halt_wakeups``), a busy receive vector polling (``_polling``, multicast), world switches on
+(``_halt_wakeups``), a busy receiver polling (``_polling``: multicast's vector, a host NIC
+queue's handler, a vCPU's vNIC ring; bursts of a refilling sender: ``B``), world switches on
 shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
@@ -79,7 +80,7 @@ Reported ``rtt_us``: the window bound's ``RTT`` for a window-bound flow, else ``
 (Little's law with the full window in flight, the queueing at the bottleneck included); loss 0
 by construction. Left out (the DES has them): loss and its onset, queues longer than the task
 in service and latency distributions, transients and slow start, delayed
-ACKs and other TCP dynamics, doorbell suppression, NAPI polling under load, the NUMA I/O
+ACKs and other TCP dynamics, doorbell suppression, the NUMA I/O
 scheduler's moves (the built layout is priced), service-time jitter, ring and queue limits. ``http`` runs are read as bulk streams (one flow per connection; request and object
 turn-around costs left out).
 """
@@ -197,8 +198,8 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
 # -- the network description ------------------------------------------------------------------
 
 # The per-flow quantities (per second) every rate is expressed in.
-G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA = range(14)
-NQ = 14  # quantities per flow
+G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA, B = range(15)
+NQ = 15  # quantities per flow (B: the data's bursts on the wire, what the sender emits at once)
 _LINEAR = (D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA)   # proportional to G
 # charge "per"/"unit" -> quantity, by section and side of the wire
 _RATES = {
@@ -271,7 +272,9 @@ class _Net:
     queues: list = field(default_factory=list)
     ack_frame_bytes: np.ndarray = None
     e_halt: np.ndarray = None                       # wake-ups of halted vCPUs
-    e_poll: np.ndarray = None                       # a direct device's per-interrupt work
+    e_poll: np.ndarray = None                       # per-interrupt work a busy context polls past
+    e_vector: np.ndarray = None                     # ... of a host NIC queue's handler
+    e_up: np.ndarray = None                         # the polling handler an entry follows (-1)
     e_background: np.ndarray = None                 # work that does not wait for interrupts
     e_app: np.ndarray = None                        # the applications' send()/recv() calls
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
@@ -366,6 +369,15 @@ def describe_network(cfg: Config) -> _Net:
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
         fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
+        # What leaves at once (one output() of the DES's sender, its segments back to back): a
+        # segment; but a refilling sender's writer waits for room for a whole message and its
+        # write goes out at once, as several segments without TSO (DES,
+        # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
+        # not one per segment or per 20-us timer)
+        burst = seg
+        if fl.refill and cfg.workload.rate_limit_mbps <= 0:
+            burst = max(seg, min(cfg.workload.message_bytes, window))
+        fl.per_g[B] = 1 / burst
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = _receiving_from(hops)
@@ -492,16 +504,17 @@ def _compile(net: _Net) -> None:
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
     ek, ef, eq, ec, es, eh, ep = [], [], [], [], [], [], []
+    ev, eu = [], []   # a host NIC queue handler's polled entry; the handler upstream of one
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
-    def add(key, i, q, coef, section=-1, halt=False, poll=False):
+    def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
             ek.append(keys.setdefault(key, len(keys)))
             ef.append(i), eq.append(q), ec.append(coef), es.append(section), eh.append(halt)
-            ep.append(poll)
+            ep.append(poll), ev.append(vector), eu.append(up)
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -517,10 +530,24 @@ def _compile(net: _Net) -> None:
         for s_i, section in enumerate(("data", "acks")):
             side = "send"
             recv_from = _receiving_from(getattr(fl.path, section))
+            vector = False   # the next context is a host NIC queue's handler
+            upstream = None  # the polling handler this section's later contexts follow
             for h_i, hop in enumerate(getattr(fl.path, section)):
                 if h_i == recv_from:
                     side = "recv"
+                    vector = hop.kind == LINK  # on one vswitch no NIC queue's handler follows
                 elif hop.kind == CONTEXT:
+                    # A host NIC queue's handler polls its ring while busy (NAPI, as a vCPU
+                    # polls its vNIC's): its per-interrupt and per-pass work fills what its
+                    # per-packet work leaves (``_polling``; DES, v6_vnic_rx_55: the vector at
+                    # 100% takes 30 interrupts/s for 1.74M frames/s)
+                    polls = vector and hop.name in net.ctx_obj and hop.name not in vcpus
+                    vector = False
+                    # a vCPU's virtual interrupts follow its vector's passes (one per pass
+                    # that delivered), fewer when the vector polls
+                    up = upstream if hop.name in vcpus else None
+                    if polls:
+                        upstream = hop.name
                     table = dict(_RATES[(section, side)])
                     if (section, side) == ("data", "recv"):
                         table["packet"] = SW_PK if vm_rx else NIC_PK
@@ -540,13 +567,20 @@ def _compile(net: _Net) -> None:
                             if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
                                 # (a direct device's vCPU is woken by the NIC's interrupt)
                                 irq = "interrupt" if hop.name in direct else "virtual interrupt"
-                                add((hop.name, c.term), i, table[irq], cyc, s_i, halt=True)
+                                add((hop.name, c.term), i, table[irq], cyc, s_i, halt=True,
+                                    up=up)
                                 continue
                             if what not in table:
                                 net.unknown.add((c.term, what))
                                 continue
+                            # per-interrupt work a busy receiver polls past: a direct
+                            # device's vCPU (NIC interrupt), a vCPU's virtual interrupt
                             add((hop.name, c.term), i, table[what], cyc, s_i,
-                                poll=what == "interrupt" and hop.name in direct)
+                                poll=(what == "interrupt" and hop.name in direct)
+                                or (what == "virtual interrupt" and hop.name in vcpus)
+                                or (polls and what in ("interrupt", "pass")),
+                                vector=polls and what in ("interrupt", "pass"),
+                                up=up if what in ("virtual interrupt", "pass") else None)
                         if section == "data":
                             add((hop.name, c.term), i, G, c.per_byte_cycles, s_i)
                 elif hop.kind == PCIE:
@@ -581,6 +615,8 @@ def _compile(net: _Net) -> None:
     net.e_app = np.array([net.keys[k][1] in (costs.APP_SEND, costs.APP_RECV)
                           for k in net.e_key], dtype=bool)
     net.cpu = _cpu_view(net, net.tasks)
+    net.e_vector = np.array(ev, dtype=bool)
+    net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in eu], dtype=int)
     n = len(net.flows)
     # flows x contexts: how many of a flow's paths (data, ACKs) cross each context
     net.crossings = np.zeros((n, len(net.cpu.ctx_core)))
@@ -642,11 +678,11 @@ def demands(net: _Net, rates) -> State:
     Q = net.per_g * g[:, None]
     Q[:, G] = g
     nq = len(net.queues)
-    bursts = np.bincount(net.dq, Q[:, S], nq)
+    bursts = np.bincount(net.dq, Q[:, B], nq)
     frames = np.bincount(net.dq, Q[:, D], nq)
     nbytes = np.bincount(net.dq, g, nq)
     irq_data = _interrupts(bursts, frames, nbytes, co)
-    Q[:, IR] = _share(irq_data[net.dq], Q[:, S], bursts[net.dq])
+    Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     # One read task per receiving pass (at most one per stack packet), each opening the window
     # by more than 2 MSS: one window-update ACK, a train of its own.
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
@@ -667,7 +703,15 @@ def demands(net: _Net, rates) -> State:
     ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
     # A vCPU that drives its NIC polls it while busy (NAPI): its per-interrupt work fills what
     # the rest leaves (``_polling``; DES, pt_passthrough_tx: the vCPU at 100%, no interrupt).
-    _polling(entry, cpu.e_ctx, net.e_poll, cpu.ctx_core, cpu.core_clock)
+    # A host NIC queue's handler polls its ring while busy: fewer passes (``_polling``; DES,
+    # v6_vnic_rx_55: 30 interrupts/s at 100%), and the virtual interrupts of the vCPUs it
+    # delivers to follow its passes.
+    vec = net.e_poll & net.e_vector
+    f = _polling(entry, cpu.e_ctx, vec, cpu.ctx_core, cpu.core_clock, net.e_halt | net.e_poll)
+    down = net.e_up >= 0
+    entry[down] *= f[net.e_up[down]]
+    _polling(entry, cpu.e_ctx, net.e_poll & ~net.e_vector, cpu.ctx_core, cpu.core_clock,
+             net.e_halt)
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
                   cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
@@ -869,11 +913,13 @@ def _solve_net(net: _Net, iterations: int = 8):
     prob, aux = _problem(net)
     m = aux["m"]
 
-    halt = net.e_halt   # wake-ups fill idle time only (``_halt_wakeups``): not a constraint
+    # wake-ups (``_halt_wakeups``) and a polling receiver's per-interrupt work (``_polling``)
+    # fill idle time only: not a constraint
+    filler = net.e_halt | net.e_poll
 
     def loads(rates):
         st = demands(net, rates)
-        kl = st.key_load - np.bincount(net.e_key[halt], st.entry[halt], len(net.keys))
+        kl = st.key_load - np.bincount(net.e_key[filler], st.entry[filler], len(net.keys))
         return np.concatenate([np.bincount(prob.rows, kl, m), rates])
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
@@ -1354,7 +1400,7 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
 
 
 def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: np.ndarray,
-             core_clock: np.ndarray) -> np.ndarray:
+             core_clock: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
     """Per context, the share of its per-pass work left when a busy handler polls (in place
     on the ``poll`` entries; returns the factor per context). A receive handler whose ring
     fills while it works takes the next batch without a new interrupt, so its passes grow
@@ -1368,7 +1414,9 @@ def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: n
         return f
     core_of_entry = ctx_core[e_ctx]
     nc = len(core_clock)
-    other = np.bincount(core_of_entry[~poll & (e_ctx >= 0)], entry[~poll & (e_ctx >= 0)], nc)
+    # ``exclude``: entries that are no work of their own here (wake-ups, other polled work)
+    work = ~poll & (e_ctx >= 0) if exclude is None else ~poll & ~exclude & (e_ctx >= 0)
+    other = np.bincount(core_of_entry[work], entry[work], nc)
     per_pass = np.bincount(core_of_entry[poll], entry[poll], nc)
     with np.errstate(divide="ignore", invalid="ignore"):
         fc = np.where(per_pass > 0, np.clip((core_clock - other) / np.where(per_pass > 0,
