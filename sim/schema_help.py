@@ -68,7 +68,7 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "NicParams.rx_queues": "receive queues per port, each with its MSI-X vector [-]",
     "NicParams.rx_sort": "RX queue choice: single (queue 0), vmdq (per VM), rss (flow hash) [-]",
     "NicParams.tx_ring_slots": "slots per TX ring [descriptors, or packets when tx_desc_per_packet=0]",
-    "NicParams.tx_desc_per_packet": "TX descriptors a packet takes besides its payload buffers (ixgbe: context + header = 2); 0: the ring counts packets",
+    "NicParams.tx_desc_per_packet": "TX descriptors a packet takes besides its payload buffers (ixgbe: context + header = 2); 0: the ring counts packets [descriptors]",
     "NicParams.tx_desc_buffer_bytes": "payload bytes one TX buffer descriptor carries (a page fragment) [bytes]",
     "NicParams.rx_ring_slots": "descriptors per RX ring; a frame that finds it full is dropped "
                                "[frames]",
@@ -168,6 +168,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
                                   "SO_SNDBUF) [-]",
     "PeerParams.tx_ring_slots": "the client NIC's TX ring [packets]",
     "PeerParams.rx_queues": "RSS receive queues, each with a softirq context on its own core [-]",
+    "PeerParams.rx_coalescing": "the client NIC's receive interrupt moderation: nic = the port's own (nic.coalescing), throttle = at most one interrupt per rx_throttle_us [-]",
+    "PeerParams.rx_throttle_us": "the client driver's interrupt throttle interval (rx_coalescing=throttle) [us]",
     "PeerParams.lro_max_bytes": "LRO on the client's NIC driver; 0 = off [bytes]",
     "PeerParams.lro_tunnelled": "the client's LRO also merges VXLAN frames [bool]",
     "TcpParams.timestamps": "TCP timestamps option (12 bytes per segment) [bool]",

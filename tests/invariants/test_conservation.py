@@ -21,7 +21,7 @@ CASES = {  # id: (overrides, must drop)
     # LRO aggregates into a vNIC ring that holds few of them: cut at whole aggregates
     "rx-lro-small-vnic-ring": (["experiment=v6_vnic_rx_55", "vnic.rx_ring_slots=32"], True),
     "tx-8vm-tiny-pending": ([TX, "workload.vms=8", "hypervisor.vswitch.pending_tx_limit_packets=2",
-                             "nic.tx_ring_slots=4"], True),
+                             "nic.tx_ring_slots=40"], True),  # ixgbe descriptors: two 64KB TSO packets
     # UDP multicast: copies in the receiving context (default) or in each member's (split);
     # one-datagram sockets that get bursts of 4 (a 100 us sender timer at 40K/s) drop most.
     "mc-default-lossy": (["workload=udp_multicast", "workload.vms=2", "workload.socket_bytes=1448",
