@@ -47,7 +47,7 @@ class PeerParams:
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))
     tx_ring_slots: int = 4096
     rx_ring_slots: int = 1024  # the client driver's receive ring; 0: the port's own (nic.*)
-    rx_queues: int = 1  # receive queues (RSS over > 1), each with a softirq context on its core
+    rx_queues: int = 8  # receive queues (RSS over > 1), each with a softirq context on its core
     # The client NIC's receive interrupt moderation: "nic" = the port's own (``nic.coalescing``);
     # "throttle" = an interval throttle (the 82598's EITR) of ``rx_throttle_us``: a batch per
     # interval, bounded by the ring only (no frame-count threshold)
