@@ -120,7 +120,7 @@ def tx_descriptors(payload_bytes: int, packets: int, per_packet: int, buffer_byt
     evenly): ``per_packet`` each (ixgbe_xmit_frame_ring: a context descriptor and one for the
     linear header, ``TXD_USE_COUNT(skb_headlen)``) plus one per payload buffer of at most
     ``buffer_bytes`` (``TXD_USE_COUNT`` of each page fragment)."""
-    per = -(-payload_bytes // packets) if packets > 1 else payload_bytes
+    per = -(-payload_bytes // packets)
     return packets * (per_packet + -(-per // buffer_bytes))
 
 

@@ -6,8 +6,9 @@ the driver and the TCP/IP receive path (and the ACKs it generates) in a softirq 
 softirq context on cores 0..rx_queues-1 (a flow's ACKs leave from its queue's context). The
 receive interrupt is the port's own coalescing (``rx_coalescing: nic``) or the client driver's
 interval throttle (``throttle``, ``rx_throttle_us``: at most one interrupt per interval, which
-takes everything the ring holds; 000's RHEL5 client's ixgbe 1.1.18 runs one queue at 8K/s: one
-queue by default, the throttle with ``peer.rx_coalescing=throttle``, configs/peer/dl380_g5_rhel5). Each
+takes everything the ring holds; 000's RHEL5 client's ixgbe 1.1.18 runs one queue at 8K/s:
+``peer.rx_queues=1 peer.rx_coalescing=throttle``, neither the default yet,
+configs/peer/dl380_g5_rhel5 says why). Each
 connection's application (netperf or netserver process, with its send()/recv() copies and
 segment output) runs on its own core, round-robin over the cores the softirqs leave free. It
 can be the bottleneck, as in the sources (claim E35-client-limit).

@@ -187,18 +187,10 @@ def _legs(cfg: Config, model: Model, f: int, v: int) -> tuple[_Leg, _Leg]:
 
 
 def _sides(hops) -> list[str]:
-    """"send" or "recv" for each hop: the receiver's from the first link on, or (one vswitch,
-    no link) after the backend that switches the message into the partner's vNIC."""
-    out, side = [], "send"
-    has_link = any(h.kind == LINK for h in hops)
-    for h in hops:
-        if h.kind == LINK:
-            side = "recv"
-        out.append(side)
-        if not has_link and h.kind == CONTEXT and any(c.term == costs.BACKEND_TX
-                                                      for c in h.charges):
-            side = "recv"
-    return out
+    """"send" or "recv" for each hop: the receiver's from ``sim.fluid._receiving_from`` on."""
+    from sim.fluid import _receiving_from
+    start = _receiving_from(hops)
+    return ["send" if i < start else "recv" for i in range(len(hops))]
 
 
 class _Task:
@@ -267,7 +259,7 @@ def solve(cfg: Config, iterations: int = 30):
                  for h in model.hosts() for card in h.cards for ch in (card.up, card.down)}
 
     def tlp(n: float) -> float:
-        return n + math.ceil(n / p.max_payload_bytes) * p.tlp_overhead_bytes
+        return units.tlp_bytes(n, p.max_payload_bytes, p.tlp_overhead_bytes)
 
     unknown: set = set()
     sessions = []      # per session: tasks (in order), fixed delays, coalescing waits
@@ -293,10 +285,10 @@ def solve(cfg: Config, iterations: int = 30):
                         link_rate[hop.name] + link_prop[hop.name]
                 elif hop.kind == PCIE:
                     if side == "recv":   # frames written up, one write-back each
-                        n = sum(tlp(b + msg.hdr + 14 + 4) + p.descriptor_bytes +
+                        n = sum(tlp(b + msg.hdr + units.ETH_HEADER_BYTES + units.ETH_FCS_BYTES) + p.descriptor_bytes +
                                 p.tlp_overhead_bytes for b in msg.frame_sizes)
                     else:                # segments fetched, descriptors, doorbells
-                        n = sum(tlp(s + msg.hdr + 14) + p.descriptor_bytes +
+                        n = sum(tlp(s + msg.hdr + units.ETH_HEADER_BYTES) + p.descriptor_bytes +
                                 2 * p.tlp_overhead_bytes + p.doorbell_bytes
                                 for s in msg.segment_sizes)
                     fixed_s += n / pcie_rate[hop.name]
