@@ -168,6 +168,21 @@ def next_class(current: int, bytes_per_us: float, p: CoalescingParams) -> int:
     return LOW if bytes_per_us <= p.adaptive_bulk_bytes_per_us else BULK
 
 
+def steady_class(bytes_per_us: float, p: CoalescingParams) -> int:
+    """The latency class a queue settles in at a constant ``bytes_per_us`` (the fixed point of
+    ``next_class`` from any class: its hysteresis only matters while the rate moves)."""
+    c = LOW
+    for _ in range(3):
+        c = next_class(c, bytes_per_us, p)
+    return c
+
+
+def steady_timer_us(bytes_per_us: float, p: CoalescingParams) -> float:
+    """The timer an adaptive queue settles at for a constant ``bytes_per_us`` (the steady-state
+    engines' reading of ``AdaptiveCoalescer``)."""
+    return class_timer_us(steady_class(bytes_per_us, p), p)
+
+
 def class_timer_us(latency_class: int, p: CoalescingParams) -> float:
     return (p.adaptive_lowest_timer_us, p.adaptive_low_timer_us,
             p.adaptive_bulk_timer_us)[latency_class]

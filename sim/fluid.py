@@ -94,8 +94,8 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from models import costs, units
-from models.vxlan import inner_mtu_bytes
-from sim.builder import Model, _seg_max, build
+from models.coalescing import steady_timer_us
+from sim.builder import Model, _mss, _seg_max, build
 from sim.config import Config
 from sim.path import CONTEXT, LINK, PCIE, RING, FlowPath, flow_paths
 
@@ -288,6 +288,11 @@ def _core_key(core, who: str) -> str:
     return f"{who}:{id(core)}:{core.index}"
 
 
+# An aggregate cap (frames) that never splits a segment: VM to VM on one vswitch, a TSO segment
+# reaches a vNIC that takes aggregates whole.
+WHOLE_SEGMENT = math.inf
+
+
 def describe_network(cfg: Config) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
@@ -316,8 +321,7 @@ def describe_network(cfg: Config) -> _Net:
     net.ctx_obj = _contexts_by_name(model)
     net.coalescing = _coalescing(cfg, model)
     hdr = units.tcp_header_bytes(cfg.tcp.timestamps)
-    mss = units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
-                          cfg.tcp.timestamps)
+    mss = _mss(cfg)
     vxlan = cfg.hypervisor.vswitch.vxlan.enabled
     vm_other = cfg.topology.vm_partner  # the other end is a VM (cross_vswitch, remote_host)
     other_stack = cfg.guest.stack if vm_other else cfg.peer.stack
@@ -334,7 +338,7 @@ def describe_network(cfg: Config) -> _Net:
             # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
             seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
             into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
-            hw, sw = 1, (1 << 30 if into.takes_aggregates else 1)
+            hw, sw = 1, (WHOLE_SEGMENT if into.takes_aggregates else 1)
         elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
             seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
             hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
@@ -643,11 +647,8 @@ def _interrupts(bursts: np.ndarray, frames: np.ndarray, bytes_per_s: np.ndarray,
                 co) -> np.ndarray:
     """Interrupts/s of receive queues: one per arriving burst, at most one per timer unless
     the frame threshold fires first."""
-    if co.mode == "adaptive":
-        bpu = bytes_per_s / 1e6
-        timer_us = np.where(bpu < co.adaptive_low_bytes_per_us, co.adaptive_lowest_timer_us,
-                            np.where(bpu < co.adaptive_bulk_bytes_per_us,
-                                     co.adaptive_low_timer_us, co.adaptive_bulk_timer_us))
+    if co.mode == "adaptive":   # the class each queue's bytes/us settles in (the DES's rule)
+        timer_us = np.array([steady_timer_us(b / units.s_to_us(1.0), co) for b in bytes_per_s])
     else:
         timer_us = np.full(len(bursts), co.timer_us)
     with np.errstate(divide="ignore"):

@@ -63,8 +63,8 @@ import numpy as np
 import pandas as pd
 
 from models import costs, units
-from models.vxlan import inner_mtu_bytes
-from sim.builder import Model, _seg_max, build
+from models.coalescing import steady_timer_us
+from sim.builder import Model, _mss, _seg_max, build
 from sim.config import Config
 from sim.path import CONTEXT, LINK, PCIE, RING, _tcp_path
 
@@ -76,12 +76,6 @@ _SEND = {"send() call": "calls", "segment": "segs", "frame": "frames", "packet":
 _RECV = {"interrupt": "irq", "virtual interrupt": "irq", "pass": "irq", "NIC packet": "nic_pk",
          "frame": "frames", "packet (aggregate)": "stack_pk", "recv() call": "calls",
          "packet": "sw_pk", HALT: "halt", "recvmsg() call": "calls", "ICMP message": "calls"}
-
-
-def _mss(cfg: Config) -> int:
-    """TCP payload per frame (VXLAN-reduced if tunnelled)."""
-    return units.mss_bytes(inner_mtu_bytes(cfg.hypervisor.vswitch.vxlan, cfg.nic.link.mtu_bytes),
-                           cfg.tcp.timestamps)
 
 
 def _coalescers(model: Model) -> dict:
@@ -110,10 +104,7 @@ def _timer_s(co, frames: int, ip_bytes: float, interval_s: float) -> float:
     if co.mode != "adaptive":
         return units.us_to_s(co.timer_us)
     bpu = ip_bytes / units.s_to_us(interval_s) if interval_s > 0 else math.inf
-    timer = (co.adaptive_lowest_timer_us if bpu <= co.adaptive_low_bytes_per_us else
-             co.adaptive_low_timer_us if bpu <= co.adaptive_bulk_bytes_per_us else
-             co.adaptive_bulk_timer_us)
-    return units.us_to_s(timer)
+    return units.us_to_s(steady_timer_us(bpu, co))
 
 
 class _Message:

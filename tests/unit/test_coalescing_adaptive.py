@@ -11,7 +11,7 @@ import simpy
 
 from models.coalescing import (BULK, LOW, LOWEST, AdaptiveCoalescer, Coalescer,
                                CoalescingParams, class_timer_us, make_coalescer, next_class,
-                               smoothed_timer_us)
+                               smoothed_timer_us, steady_class, steady_timer_us)
 
 P = CoalescingParams(mode="adaptive", max_frames=10**6)
 
@@ -89,3 +89,18 @@ def test_static_mode_keeps_its_timer():
 def test_bad_parameters_name_the_key(kw, key):
     with pytest.raises(ValueError, match=key):
         CoalescingParams(**kw)
+
+
+@pytest.mark.parametrize("rate, expected", [(0.0, LOWEST), (10.0, LOWEST), (10.5, LOW),
+                                            (20.0, LOW), (20.5, BULK), (1e9, BULK)])
+def test_steady_class_is_the_fixed_point_of_the_transitions(rate, expected):
+    """The steady-state engines read an adaptive queue's timer from the class a constant rate
+    settles in, whatever the class it starts from."""
+    p = CoalescingParams(mode="adaptive")
+    assert steady_class(rate, p) == expected
+    for start in (LOWEST, LOW, BULK):
+        c = start
+        for _ in range(5):
+            c = next_class(c, rate, p)
+        assert c == expected
+    assert steady_timer_us(rate, p) == class_timer_us(expected, p)
