@@ -198,19 +198,22 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
 # -- the network description ------------------------------------------------------------------
 
 # The per-flow quantities (per second) every rate is expressed in.
-G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA, B = range(15)
-NQ = 15  # quantities per flow (B: the data's bursts on the wire, what the sender emits at once)
+G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA, B, IRQ_D, IRQ_A = \
+    range(17)
+# quantities per flow (B: the data's bursts on the wire, what the sender emits at once; IR, IA
+# the receiving passes of data and ACKs, IRQ_D, IRQ_A their interrupts, ``_handler_busy``)
+NQ = 17
 _LINEAR = (D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA)   # proportional to G
 # charge "per"/"unit" -> quantity, by section and side of the wire
 _RATES = {
     ("data", "send"): {"send() call": CALLS, "segment": S, "frame": D, "packet": S,
                        "doorbell": S, "pass": S},
-    ("data", "recv"): {"interrupt": IR, "virtual interrupt": IR, "pass": IR,
+    ("data", "recv"): {"interrupt": IRQ_D, "virtual interrupt": IR, "pass": IR,
                        "NIC packet": NIC_PK, "frame": D, "packet (aggregate)": STACK_PK,
                        "recv() call": CALLS},          # "packet": SW_PK (host) / NIC_PK (peer)
     ("acks", "send"): {"ACK train": T, "ACK": A, "packet": A, "frame": A, "doorbell": T,
                        "pass": T},
-    ("acks", "recv"): {"interrupt": IA, "virtual interrupt": IA, "pass": IA,
+    ("acks", "recv"): {"interrupt": IRQ_A, "virtual interrupt": IA, "pass": IA,
                        "NIC packet": A, "frame": A, "packet": A, "ACK": A},
 }
 
@@ -280,6 +283,8 @@ class _Net:
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
     cpu: object = None                              # _CpuView
     crossings: np.ndarray = None
+    queue_handler: np.ndarray = None                # per queue: its handler's context (-1)
+    e_per_irq: np.ndarray = None                    # entries paid per interrupt, pass, train
 
 
 def _core_key(core, who: str) -> str:
@@ -638,6 +643,22 @@ def _compile(net: _Net) -> None:
     qi = {q: k for k, q in enumerate(net.queues)}
     net.dq = np.array([qi[fl.data_queue] for fl in net.flows])
     net.aq = np.array([qi[fl.ack_queue] for fl in net.flows])
+    # each NIC receive queue's handler (the first context after the ring), whose busy passes
+    # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
+    # and for a direct device's vCPU (its other work, the application's, is no pass)
+    net.queue_handler = np.full(len(net.queues), -1)
+    for fl in net.flows:
+        for section in ("data", "acks"):
+            hops = getattr(fl.path, section)
+            start = _receiving_from(hops)
+            if hops[start].kind != LINK:
+                continue
+            ring = next((j for j in range(start, len(hops)) if hops[j].kind == RING), None)
+            ctx = next((h.name for h in hops[ring:] if h.kind == CONTEXT), None) \
+                if ring is not None else None
+            if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
+                net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
+    net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
 
 
@@ -671,19 +692,89 @@ class State:
     key_load: np.ndarray          # per key: cycles/s or bytes/s
     queue_interrupts: np.ndarray
     tasks: np.ndarray = None      # per context: tasks/s
+    entry_raw: np.ndarray = None  # the entries before polling, wake-ups (``_handler_busy``)
+
+
+HANDLER_BUSY = True  # a busy receive handler holds its queue's coalescer back (``_handler_busy``)
+
+
+def _handler_busy(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
+    """Per flow, the share of its interrupts (data, ACKs) left when the receive queue's handler
+    is busy with other flows' work (the DES's ``RxQueue``: a burst that arrives while the
+    handler's poller is busy is taken by its next poll and arms no timer; ``models.nic``). Its
+    passes stay (``IR``, ``IA``: one per burst or coalescing round, polled or interrupted);
+    what goes is the interrupt (``IRQ_D``, ``IRQ_A``: the driver's per-interrupt charge).
+
+    A flow's bursts come paced by its own round trips, so they do not find the handler busy
+    with their own flow's previous work (a lone segment stream keeps one interrupt per burst:
+    DES, e35_tx_single_vm, the peer's queues 6090 interrupts/s for 6090 segments/s); the other
+    flows' work is found at a random phase, with its utilisation: flow ``f`` keeps ``k_f = 1 -
+    (1 - s_f) U`` of its interrupts, ``s_f`` its share of the handler's cycles, ``U = p + c I``
+    the handler's utilisation (``p`` its work but the per-interrupt charges, ``c`` its seconds
+    per interrupt), ``I = sum_f k_f I0_f`` with
+    ``I0_f`` the flow's interrupts without the handler's time (``_interrupts``); closed:
+
+        I = sum_f I0_f (1 - (1 - s_f) p) / (1 + c sum_f I0_f (1 - s_f))
+
+    (DES, e35_tx_single_vm, five flows' ACK trains: the host queue's handler at 41% takes 33K
+    interrupts/s for 61K trains/s). The saturated limit is ``_polling``'s."""
+    n = len(net.flows)
+    kd, ka = np.ones(n), np.ones(n)
+    if not HANDLER_BUSY or not (net.queue_handler >= 0).any():
+        return kd, ka
+    cpu = net.cpu
+    nc = len(cpu.ctx_core)
+    clock = cpu.core_clock[cpu.ctx_core]
+    entry = st.entry_raw
+    own = (cpu.e_ctx >= 0) & ~net.e_halt
+    irq_e = own & net.e_per_irq
+    per_irq = np.bincount(cpu.e_ctx[irq_e], entry[irq_e], nc)
+    rest = np.bincount(cpu.e_ctx[own & ~net.e_per_irq], entry[own & ~net.e_per_irq], nc)
+    total = per_irq + rest
+    flow_load = np.bincount(net.e_flow[own] * nc + cpu.e_ctx[own], entry[own],
+                            n * nc).reshape(n, nc)
+    hd, ha = net.queue_handler[net.dq], net.queue_handler[net.aq]
+    Q = st.quantities
+    a = np.concatenate([Q[:, IR], Q[:, IA]])              # I0 per flow and section
+    h = np.concatenate([hd, ha])
+    on = h >= 0
+    hh = np.where(on, h, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(on & (total[hh] > 0), flow_load[np.tile(np.arange(n), 2), hh]
+                         / np.where(total[hh] > 0, total[hh], 1), 1.0)
+        irq_h = np.bincount(hh[on], a[on], nc)
+        c = np.where(irq_h > 0, per_irq / clock / np.where(irq_h > 0, irq_h, 1), 0.0)
+    p = np.clip(rest / clock, 0.0, 1.0)
+    other = np.where(on, 1 - share, 0.0)
+    num = np.bincount(hh[on], (a * (1 - other * p[hh]))[on], nc)
+    den = 1 + c * np.bincount(hh[on], (a * other)[on], nc)
+    u = np.clip(p + c * num / den, 0.0, 1.0)
+    k = np.where(on, np.clip(1 - other * u[hh], 0.0, 1.0), 1.0)
+    return k[:n], k[n:]
 
 
 def demands(net: _Net, rates) -> State:
+    st = _demands(net, rates)
+    if HANDLER_BUSY and (net.queue_handler >= 0).any():
+        st = _demands(net, rates, _handler_busy(net, st))
+    return st
+
+
+def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
+    """The demands at ``rates``; ``busy``: per flow, the shares of its data and ACK interrupts
+    a busy handler leaves (``_handler_busy``; None: all)."""
     co = net.coalescing
     g = np.asarray(rates, dtype=float)
     Q = net.per_g * g[:, None]
     Q[:, G] = g
     nq = len(net.queues)
+    kd, ka = (1.0, 1.0) if busy is None else busy
     bursts = np.bincount(net.dq, Q[:, B], nq)
     frames = np.bincount(net.dq, Q[:, D], nq)
     nbytes = np.bincount(net.dq, g, nq)
     irq_data = _interrupts(bursts, frames, nbytes, co)
     Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
+    Q[:, IRQ_D] = Q[:, IR] * kd
     # One read task per receiving pass (at most one per stack packet), each opening the window
     # by more than 2 MSS: one window-update ACK, a train of its own.
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
@@ -694,11 +785,15 @@ def demands(net: _Net, rates) -> State:
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
     irq = _interrupts(bursts_all, frames_all, bytes_all, co)
     Q[:, IA] = _share(irq[net.aq], Q[:, T], bursts_all[net.aq])
+    Q[:, IRQ_A] = Q[:, IA] * ka
+    if busy is not None:   # what the queues take once their handlers' busy passes hold back
+        irq = np.bincount(net.dq, Q[:, IRQ_D], nq) + np.bincount(net.aq, Q[:, IRQ_A], nq)
     # A vCPU's virtual interrupts for ACKs: a window update arrives while the guest still polls
     # its data ACK train and rides that pass (DES, e35_tx_single_vm on 1GbE with 128KB windows:
     # 2110 virtual interrupts/s for 3600 NIC interrupts at 2700 segments/s).
     Q[:, VIA] = np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
     entry = net.e_coef * Q[net.e_flow, net.e_q]
+    raw = entry.copy()
     cpu = net.cpu
     tasks = np.bincount(cpu.t_ctx, Q[cpu.t_flow, cpu.t_q], len(cpu.ctx_core))
     ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
@@ -717,7 +812,7 @@ def demands(net: _Net, rates) -> State:
                   cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
-    return State(g, Q, entry, key_load, irq, tasks)
+    return State(g, Q, entry, key_load, irq, tasks, raw)
 
 
 # -- RTT and the solve ------------------------------------------------------------------------
