@@ -2,6 +2,7 @@
 one test per mechanism (each fails with its fluid term removed), and the cross-check against
 short DES runs on random valid steady-state configurations (hypothesis; 200 in a slow test).
 """
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -461,8 +462,10 @@ def test_a_refilling_senders_write_leaves_as_one_burst():
     assert all(fl.refill for fl in net.flows)
     assert [1 / fl.per_g[fluid.B] for fl in net.flows] == [cfg.workload.message_bytes] * 3
     fill, st, _ = fluid._solve_net(net)
-    peer = [k for k, q in enumerate(net.queues) if q.startswith("peer0.")]
-    assert st.queue_interrupts[peer].sum() == pytest.approx(
+    # (its passes: a queue's interrupts are fewer where its handler is busy with another
+    # flow's write, ``fluid._handler_busy``)
+    assert all(q.startswith("peer0.") for q in np.array(net.queues)[net.dq])
+    assert st.quantities[:, fluid.IR].sum() == pytest.approx(
         sum(fill.rates) / cfg.workload.message_bytes, rel=1e-6)
     # a sender that writes ahead (RHEL5, TSO) bursts a segment at a time
     ahead = fluid.describe_network(compose_checked("configs", ["experiment=e35_tx_single_vm"]))
