@@ -664,36 +664,6 @@ def _compile(net: _Net) -> None:
 
 # -- demands at given rates -------------------------------------------------------------------
 
-TIMER_MERGE = True   # other flows' bursts join a coalescing round one flow's burst armed
-# (``_timer_merge``)
-
-
-def _timer_merge(lam: np.ndarray, queue: np.ndarray, timer_s: np.ndarray, nq: int,
-                 rounds: int = 6) -> np.ndarray:
-    """Passes per member (a flow's data bursts or ACK trains on a queue, ``lam``/s): a burst
-    that arrives while a timer another member's burst armed is running joins that round (the
-    DES's ``Coalescer``: the first frame arms the timer, later ones wait with it). A member's
-    bursts are paced by its own round trips (a lone stream keeps one pass per burst: DES,
-    team_4x1g_port_id_1flow, 7170 handler passes for 7175 ACK trains/s); the others' rounds it
-    meets at a random phase, each lasting the timer: ``P_f = lam_f / (1 + timer (P - P_f))``,
-    ``P`` the queue's rounds (iterated; at most the queue's ``_interrupts``). DES,
-    dev_vmxnet_32_10g_stream, three flows' 45.6K ACK trains/s under a 20-us timer: 18.8K
-    handler passes; here 32K (45.6K without), the rest being a flow's window update that
-    joins its own data ACK train's round (left out: it depends on the receiver's read time)."""
-    p = lam.copy()
-    for _ in range(rounds):
-        tot = np.bincount(queue, p, nq)
-        p = lam / (1 + timer_s[queue] * np.maximum(tot[queue] - p, 0.0))
-    return p
-
-
-def _timer_s(bytes_per_s: np.ndarray, co) -> np.ndarray:
-    if co.mode == "adaptive":
-        return np.array([units.us_to_s(steady_timer_us(b / units.s_to_us(1.0), co))
-                         for b in bytes_per_s])
-    return np.full(len(bytes_per_s), units.us_to_s(co.timer_us))
-
-
 def _interrupts(bursts: np.ndarray, frames: np.ndarray, bytes_per_s: np.ndarray,
                 co) -> np.ndarray:
     """Interrupts/s of receive queues: one per arriving burst, at most one per timer unless
@@ -815,14 +785,6 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
     irq = _interrupts(bursts_all, frames_all, bytes_all, co)
     Q[:, IA] = _share(irq[net.aq], Q[:, T], bursts_all[net.aq])
-    if TIMER_MERGE:
-        n = len(g)
-        lam = np.concatenate([Q[:, B], Q[:, T]])
-        qq = np.concatenate([net.dq, net.aq])
-        merged = _timer_merge(lam, qq, _timer_s(bytes_all, co), nq)
-        Q[:, IR] = np.minimum(Q[:, IR], merged[:n])
-        Q[:, IA] = np.minimum(Q[:, IA], merged[n:])
-        Q[:, IRQ_D] = Q[:, IR] * kd
     Q[:, IRQ_A] = Q[:, IA] * ka
     if busy is not None:   # what the queues take once their handlers' busy passes hold back
         irq = np.bincount(net.dq, Q[:, IRQ_D], nq) + np.bincount(net.aq, Q[:, IRQ_A], nq)
