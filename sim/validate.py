@@ -242,6 +242,8 @@ def _value(q, results: dict) -> Scalar | Curve | list:
     if stat is None:
         return curve
     means = [y.mean for y in ys]
+    if stat in ("max", "min") and not np.isfinite(means).any():
+        return ys[0]      # no values (the fluid engine on a DES-only metric): nan, not a crash
     if stat == "max":
         return ys[int(np.nanargmax(means))]
     if stat == "min":
