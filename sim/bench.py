@@ -16,7 +16,12 @@ window is timed. Per run:
   ``events_per_tso_segment``: events / packets the host NICs (nic0..) transmitted in the window;
 - ``peak_rss_mb``: the child's ``VmHWM`` (``/proc/self/status``; ``ru_maxrss`` elsewhere);
 - the answer, ``goodput_gbps`` and ``host_cpu_util_pct``, so that speed never buys a different
-  answer.
+  answer;
+- after the window, untimed with it (``--no-fluid`` skips it): ``fluid_ms``, the CPU ms of one
+  ``sim.fluid.solve`` of the scenario's config (build the model, read its declared paths, solve;
+  the median of ``FLUID_SOLVES`` after one untimed solve that pays the imports), and
+  ``fluid_speedup`` (``fluid_x``): the DES's CPU seconds per simulated second over it. Issue
+  8's goals on S1, S2 and S3: ``fluid_ms`` <= 10 and ``fluid_x`` >= 1000.
 
 The figures printed are medians over ``--repeat`` runs (default 3). Two series fit the exponent
 of CPU seconds per simulated second against size (log-log least squares): NIC ports
@@ -91,7 +96,11 @@ GOALS = {  # (scenario, figure): minimum, or (maximum,)
     ("S2", "sim_s_per_cpu_s"): 0.5, ("S3tx", "sim_s_per_cpu_s"): 0.15,
     ("S3rx", "sim_s_per_cpu_s"): 0.15, ("S4split", "sim_s_per_cpu_s"): 0.4,
     ("RR", "sim_s_per_cpu_s"): 1.0, ("S1", "events_per_tso_segment"): (12.0,),
+    # issue 8: the fluid engine >= 1000 x faster than the DES, its solve under 10 ms
+    **{(n, f): g for n in ("S1", "S2", "S3tx", "S3rx")
+       for f, g in (("fluid_ms", (10.0,)), ("fluid_speedup", 1000.0))},
 }
+FLUID_SOLVES = 3  # timed fluid solves per run (after one untimed: imports, first build)
 SERIES_GOAL_EXPONENT = 1.05  # at constant traffic per VM: CPU cost at most ~linear in size
 COLUMNS = [  # (figure, header, format)
     ("window_s", "window_s", "{:.3g}"), ("sim_s_per_cpu_s", "sim_s/cpu_s", "{:.3f}"),
@@ -99,6 +108,7 @@ COLUMNS = [  # (figure, header, format)
     ("events_per_host_packet", "events/host_pkt", "{:.1f}"),
     ("events_per_tso_segment", "events/tso_seg", "{:.1f}"), ("peak_rss_mb", "rss_mb", "{:.0f}"),
     ("goodput_gbps", "goodput_gbps", "{:.4g}"), ("host_cpu_util_pct", "cpu_util_pct", "{:.4g}"),
+    ("fluid_ms", "fluid_ms", "{:.1f}"), ("fluid_speedup", "fluid_x", "{:.0f}"),
 ]
 
 
@@ -253,7 +263,7 @@ def _eid(env) -> int:
     return int(repr(env._eid)[6:-1])  # "count(N)": the next event id
 
 
-def run_one(name: str, window_s: float, warmup_s: float) -> dict:
+def run_one(name: str, window_s: float, warmup_s: float, fluid: bool = True) -> dict:
     """One measured run of scenario ``name`` in this process."""
     from sim.builder import build
     from sim.compose import compose_checked
@@ -275,7 +285,11 @@ def run_one(name: str, window_s: float, warmup_s: float) -> dict:
     host_packets = summary["host_packets_per_s"] * window_s
     tx = getattr(cfg.workload, "direction", None) == "tx" and cfg.workload.kind != "tcp_rr"
     nan = float("nan")
-    return {"scenario": name, "overrides": overrides, "window_s": window_s,
+    # after the DES's window (not timed with it): the fluid engine's solve, and how many times
+    # faster it answers than the DES simulates one second of the same config
+    fl = time_fluid(cfg) if fluid else {"fluid_ms": nan}
+    fl["fluid_speedup"] = (cpu_s / window_s) / (fl["fluid_ms"] / 1e3)
+    return {**fl, "scenario": name, "overrides": overrides, "window_s": window_s,
             "warmup_s": warmup_s, "cpu_s": cpu_s, "wall_s": wall_s, "events": events,
             "sim_s_per_cpu_s": window_s / cpu_s, "sim_s_per_wall_s": window_s / wall_s,
             "events_per_sim_s": events / window_s,
@@ -284,6 +298,24 @@ def run_one(name: str, window_s: float, warmup_s: float) -> dict:
             "peak_rss_mb": _peak_rss_mb(),
             "goodput_gbps": summary["goodput_gbps"],
             "host_cpu_util_pct": summary["host_cpu_util_pct"]}
+
+
+def time_fluid(cfg, solves: int = FLUID_SOLVES) -> dict:
+    """The fluid engine on ``cfg`` (``sim.fluid.solve``: builds the model, reads its declared
+    paths, solves): one untimed solve (imports, caches), then the median CPU time of
+    ``solves`` more (``time.process_time``; the machine is shared, so CPU not wall time).
+    ``fluid_ms``: that median; nan if the engine refuses the config."""
+    from sim import fluid
+    try:
+        fluid.solve(cfg)
+    except ValueError:
+        return {"fluid_ms": float("nan")}
+    times = []
+    for _ in range(solves):
+        c0 = time.process_time()
+        fluid.solve(cfg)
+        times.append(time.process_time() - c0)
+    return {"fluid_ms": 1e3 * statistics.median(times)}
 
 
 def _peak_rss_mb() -> float:
@@ -299,9 +331,9 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _spawn(name: str, window_s: float, warmup_s: float) -> dict:
+def _spawn(name: str, window_s: float, warmup_s: float, fluid: bool = True) -> dict:
     cmd = [sys.executable, "-m", "sim.bench", "--one", name, "--sim-s", repr(window_s),
-           "--warmup-s", repr(warmup_s)]
+           "--warmup-s", repr(warmup_s), "--fluid" if fluid else "--no-fluid"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
@@ -388,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="simulated window of each sweep point")
     ap.add_argument("--plan", action="store_true",
                     help="time the capacity planner on the multicast study (no table)")
+    ap.add_argument("--fluid", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the fluid engine's solve of each scenario (fluid_ms, CPU "
+                         "ms per solve after one untimed; fluid_x: DES CPU s per simulated s "
+                         "over it)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # child: one run, JSON on stdout
     argv = list(sys.argv[1:] if argv is None else argv)
     a = ap.parse_args(argv)
@@ -408,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         _dump(a.json, argv, "plan", result)
         return 0
     if a.one:
-        print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s)))
+        print(json.dumps(run_one(a.one, a.sim_s, a.warmup_s, a.fluid)))
         return 0
     names = [n for n in a.scenarios.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -430,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         window_s = a.sim_s * scale
         key = (tuple(overrides), window_s)
         if key not in done:
-            runs = [_spawn(name, window_s, a.warmup_s) for _ in range(a.repeat)]
+            runs = [_spawn(name, window_s, a.warmup_s, a.fluid) for _ in range(a.repeat)]
             done[key] = {**_median(runs), "each_run": runs}
         results[name] = {**done[key], "scenario": name}
         print(_row(name, results[name]), flush=True)

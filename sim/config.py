@@ -376,10 +376,6 @@ def _convert(tp, value, full: str):
 
 
 def _cross_check(cfg: Config) -> None:
-    if cfg.run.engine == "fluid" and cfg.hypervisor.poll_mode:
-        raise ConfigError(f"run.engine=fluid: hypervisor.poll_mode=true (hypervisor="
-                          f"{cfg.hypervisor.name}: poll-mode vswitch threads) is not modelled by "
-                          f"the fluid engine yet (or run.engine=des)")
     if cfg.run.engine == "fluid" and cfg.workload.kind not in FLUID_KINDS:
         raise ConfigError(f"run.engine=fluid: workload.kind={cfg.workload.kind} is not modelled "
                           f"by the fluid engine yet; allowed kinds: {', '.join(FLUID_KINDS)} "

@@ -15,8 +15,9 @@ shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entri
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
 ``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
-TCP_RR (one session) and ping: ``sim.fluid_rr`` (``solve`` dispatches). Not modelled: several
-TCP_RR sessions, poll mode, loss dynamics, latency distributions; of the DES's newer mechanisms, the
+TCP_RR (one session) and ping: ``sim.fluid_rr`` (``solve`` dispatches). Poll mode
+(``hypervisor.poll_mode``): PMD threads spin (``_poll_spin``), the NIC queues they read take
+each burst (``_polled_rings``). Not modelled: several TCP_RR sessions, loss dynamics, latency distributions; of the DES's newer mechanisms, the
 reschedule IPIs and the ACKs sent from the vCPU that took a batch in (``models.guest.Vm``).
 
 Batching: closed forms, per flow of goodput ``G`` (payload bytes/s)
@@ -95,7 +96,7 @@ from scipy.optimize import brentq
 
 from models import costs, units
 from models.coalescing import steady_timer_us
-from sim.builder import Model, _mss, _seg_max, build
+from sim.builder import Model, _mss, _nic_params, _seg_max, build
 from sim.config import Config
 from sim.path import CONTEXT, LINK, PCIE, RING, FlowPath, flow_paths
 
@@ -262,6 +263,7 @@ class _Net:
     unknown: set = field(default_factory=set)
     ctx_obj: dict = field(default_factory=dict)     # context name -> the model's Context
     coalescing: object = None                       # receive queues' CoalescingParams
+    q_polled: np.ndarray = None                     # per queue: read by a poll-mode vswitch
     # compiled (``_compile``)
     keys: list = field(default_factory=list)        # (context, term) | ("link", name) | ...
     e_key: np.ndarray = None
@@ -303,9 +305,6 @@ def describe_network(cfg: Config) -> _Net:
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
-    if cfg.hypervisor.poll_mode:  # spinning cores, zero-timer NIC queues: DES only
-        raise ValueError("fluid engine: hypervisor.poll_mode=true (poll-mode vswitch threads) "
-                         "not modelled yet")
     model = build(cfg)
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
@@ -334,6 +333,7 @@ def describe_network(cfg: Config) -> _Net:
     window = cfg.workload.socket_bytes if scales else min(
         cfg.workload.socket_bytes, units.TCP_MAX_UNSCALED_WINDOW_BYTES)
     wire = units.vxlan_frame_wire_bytes if vxlan else units.frame_wire_bytes
+    sndbufs = _sndbuf_bytes(model)
     for fp in paths:
         vnic = model.vnics[fp.vm]
         sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
@@ -374,7 +374,7 @@ def describe_network(cfg: Config) -> _Net:
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
         fl = _Flow(fp, mss, hdr, seg, window, per_g)
-        sndbuf = _sndbuf_bytes(model, fp.flow)
+        sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
         fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
@@ -432,13 +432,15 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     return 1 if window <= seg_max else max(2, int(window // seg_max))
 
 
-def _sndbuf_bytes(model: Model, flow: int) -> int | None:
-    """The send buffer of ``flow``'s sender as the built model has it (``sndbuf_scale`` x the
-    socket); None when the workload keeps no TCP connections the engine can read."""
+def _sndbuf_bytes(model: Model) -> dict[int, int]:
+    """Flow -> the send buffer of its sender as the built model has it (``sndbuf_scale`` x the
+    socket; the first connection of the flow); a flow is missing when the workload keeps no
+    TCP connections the engine can read. One pass over the connections (S3: 1600)."""
+    out: dict[int, int] = {}
     for c in getattr(model.workload, "connections", ()):
-        if getattr(c, "flow", None) == flow and hasattr(c, "sender"):
-            return c.sender.sndbuf
-    return None
+        if getattr(c, "flow", None) is not None and hasattr(c, "sender"):
+            out.setdefault(c.flow, c.sender.sndbuf)
+    return out
 
 
 def _contexts_by_name(model: Model) -> dict:
@@ -659,22 +661,41 @@ def _compile(net: _Net) -> None:
             if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
                 net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
+    polled = _polled_rings(net.model)
+    net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
 
 
 # -- demands at given rates -------------------------------------------------------------------
 
+def _polled_rings(model: Model) -> set:
+    """Host NIC receive rings a poll-mode vswitch reads (``hypervisor.poll_mode``): built with
+    a zero static timer (``sim.builder._nic_params``), each burst is taken by the PMD's next
+    pass, counted as one interrupt with the driver's per-interrupt cost (``models.polling``)."""
+    return {q.ring.name for h in model.hosts() for nic in h.nics for q in nic.rx_queues
+            if q.coalescer.params.mode == "static" and q.coalescer.params.timer_us == 0}
+
+
 def _interrupts(bursts: np.ndarray, frames: np.ndarray, bytes_per_s: np.ndarray,
-                co) -> np.ndarray:
+                co, polled: np.ndarray | None = None) -> np.ndarray:
     """Interrupts/s of receive queues: one per arriving burst, at most one per timer unless
-    the frame threshold fires first."""
-    if co.mode == "adaptive":   # the class each queue's bytes/us settles in (the DES's rule)
-        timer_us = np.array([steady_timer_us(b / units.s_to_us(1.0), co) for b in bytes_per_s])
-    else:
-        timer_us = np.full(len(bursts), co.timer_us)
+    the frame threshold fires first; a polled queue (``_polled_rings``): one per burst."""
+    timer_us = _timers_us(bytes_per_s, co)
     with np.errstate(divide="ignore"):
         per_timer = np.where(timer_us > 0, 1e6 / np.maximum(timer_us, 1e-300), np.inf)
-    return np.minimum(bursts, np.maximum(frames / co.max_frames, per_timer))
+    irq = np.minimum(bursts, np.maximum(frames / co.max_frames, per_timer))
+    return irq if polled is None else np.where(polled, bursts, irq)
+
+
+def _timers_us(bytes_per_s: np.ndarray, co, polled: np.ndarray | None = None) -> np.ndarray:
+    """Each receive queue's coalescing timer: static, or adaptive the class its bytes per
+    microsecond settle in (``models.coalescing.steady_timer_us``, the DES's rule); a polled
+    queue: 0."""
+    if co.mode == "adaptive":
+        timer_us = np.array([steady_timer_us(b / units.s_to_us(1.0), co) for b in bytes_per_s])
+    else:
+        timer_us = np.full(len(bytes_per_s), co.timer_us)
+    return timer_us if polled is None else np.where(polled, 0.0, timer_us)
 
 
 def _share(total: np.ndarray, part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -691,6 +712,7 @@ class State:
     entry: np.ndarray             # each compiled entry's value per second
     key_load: np.ndarray          # per key: cycles/s or bytes/s
     queue_interrupts: np.ndarray
+    queue_timer_s: np.ndarray = None   # per queue: the coalescing timer a burst waits (_rtt0)
     tasks: np.ndarray = None      # per context: tasks/s
     entry_raw: np.ndarray = None  # the entries before polling, wake-ups (``_handler_busy``)
 
@@ -772,7 +794,7 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     bursts = np.bincount(net.dq, Q[:, B], nq)
     frames = np.bincount(net.dq, Q[:, D], nq)
     nbytes = np.bincount(net.dq, g, nq)
-    irq_data = _interrupts(bursts, frames, nbytes, co)
+    irq_data = _interrupts(bursts, frames, nbytes, co, net.q_polled)
     Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     Q[:, IRQ_D] = Q[:, IR] * kd
     # One read task per receiving pass (at most one per stack packet), each opening the window
@@ -783,7 +805,7 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     bursts_all = bursts + np.bincount(net.aq, Q[:, T], nq)
     frames_all = frames + np.bincount(net.aq, Q[:, A], nq)
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
-    irq = _interrupts(bursts_all, frames_all, bytes_all, co)
+    irq = _interrupts(bursts_all, frames_all, bytes_all, co, net.q_polled)
     Q[:, IA] = _share(irq[net.aq], Q[:, T], bursts_all[net.aq])
     Q[:, IRQ_A] = Q[:, IA] * ka
     if busy is not None:   # what the queues take once their handlers' busy passes hold back
@@ -812,7 +834,9 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
                   cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
-    return State(g, Q, entry, key_load, irq, tasks, raw)
+    timer_s = units.us_to_s(_timers_us(bytes_all, co, net.q_polled)) if ADAPTIVE_RTT_TIMER \
+        else None
+    return State(g, Q, entry, key_load, irq, tasks=tasks, queue_timer_s=timer_s, entry_raw=raw)
 
 
 # -- RTT and the solve ------------------------------------------------------------------------
@@ -825,6 +849,8 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
     co = net.coalescing
     timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
+    qt = st.queue_timer_s if st.queue_timer_s is not None else \
+        np.where(net.q_polled, 0.0, timer)
     n = len(net.flows)
     t = np.zeros(n)
     for i, fl in enumerate(net.flows):
@@ -833,7 +859,7 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
         t[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
                 + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
                 + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links)
-                + (timer if frames < co.max_frames else 0.0) + timer)
+                + (0.0 if frames >= co.max_frames else qt[net.dq[i]]) + qt[net.aq[i]])
     if not with_service:
         return t
     ctx = net.e_section >= 0
@@ -856,6 +882,9 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     return t
 
 
+# The round trip's coalescing timers: each queue's (adaptive: the class its bytes per us select,
+# as its interrupts are counted); False: the bulk class's on every adaptive queue.
+ADAPTIVE_RTT_TIMER = True
 RESIDUAL_WAITS = True  # the residual-service wait at busy cores in the window bound (below)
 # recv() calls, like send() calls, are work a virtual interrupt can find running (the halt and
 # wake-up share, ``_halt_wakeups``'s ``background``)
@@ -1066,6 +1095,15 @@ def _kind(constraint: str) -> str:
             "offered": "offered"}[constraint.split()[0]]
 
 
+def _poll_spin(ctx_obj: dict, ctx_core: dict, core_clock: dict, ctx_cycles: dict) -> dict:
+    """Poll-mode contexts (``models.polling``: a userspace vswitch's PMD threads) spin between
+    passes: each is busy all the time, the cycles it does not work reported as ``poll_idle``
+    (``clock - its work``, as ``PollingContext.counters``), and its core counted 100% busy
+    (``Core.busy_time_s``). Context name -> spinning cycles/s."""
+    return {c: max(0.0, core_clock[ctx_core[c]] - ctx_cycles.get(c, 0.0))
+            for c, obj in ctx_obj.items() if getattr(obj, "poll_mode", False)}
+
+
 def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     """The cost_terms, contexts, cores, links and pcie tables of the keys' loads; the host's
     busy cycles/s and its capacity (cycles/s)."""
@@ -1085,13 +1123,18 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
             ctx_cycles[key[0]] = ctx_cycles.get(key[0], 0.0) + v
             core = net.ctx_core[key[0]]
             core_cycles[core] = core_cycles.get(core, 0.0) + v
+    ctx_obj = getattr(net, "ctx_obj", None) or _contexts_by_name(net.model)
+    for c, spun in _poll_spin(ctx_obj, net.ctx_core, net.core_clock, ctx_cycles).items():
+        terms.append({"context": c, "term": costs.POLL_IDLE, "cycles_per_s": spun})
+        ctx_cycles[c] = ctx_cycles.get(c, 0.0) + spun
+        core_cycles[net.ctx_core[c]] = net.core_clock[net.ctx_core[c]]
     host_cycles = sum(v for k, v in core_cycles.items() if net.core_host[k])
     host_capacity = sum(c for k, c in net.core_clock.items() if net.core_host[k])
     contexts = pd.DataFrame([{"context": c, "host": net.ctx_host[c],
                               "util_pct": 100 * v / net.core_clock[net.ctx_core[c]]}
                              for c, v in sorted(ctx_cycles.items())])
-    cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"]).sort_values(
-        ["context", "term"], ignore_index=True)
+    terms.sort(key=lambda r: (r["context"], r["term"]))   # (cheaper than pandas' sort here)
+    cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"])
     cores = pd.DataFrame([{"core": k.split(":")[-1], "host": net.core_host[k],
                            "util_pct": 100 * core_cycles.get(k, 0.0) / c}
                           for k, c in net.core_clock.items()])
@@ -1118,8 +1161,11 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
                      "constraint": c, "util_pct": float(100 * fill.loads[fill.binding[i]]
                                                         / cap[fill.binding[i]])})
     bottleneck = pd.DataFrame(rows)
-    by_kind = bottleneck.assign(g=rates).groupby("kind")["g"].sum()
-    regime = REGIMES[by_kind.idxmax()] if len(by_kind) else "idle"
+    by_kind: dict[str, float] = {}   # goodput by the kind of constraint that binds it
+    for row, g in zip(rows, rates):
+        by_kind[row["kind"]] = by_kind.get(row["kind"], 0.0) + float(g)
+    # the kind binding the most goodput (ties: the first in name order, as pandas' idxmax)
+    regime = REGIMES[max(sorted(by_kind), key=by_kind.get)] if by_kind else "idle"
     Q = st.quantities
     tx = np.array([fl.path.direction == "tx" for fl in net.flows])
     # host NIC: TX packets (a segment is one) + frames delivered up (an LRO aggregate is one)
@@ -1550,7 +1596,7 @@ def _mc_demands(net: _McNet, rates, cpu: _CpuView) -> _McState:
     """The loads at the rates: the streams' passes (interrupts, fewer when the vector polls
     under load), the receivers' virtual interrupts (one per pass that brings them datagrams),
     wake-ups of halted vCPUs, world switches on shared cores."""
-    co = net.cfg.nic.coalescing
+    co = _nic_params(net.cfg).coalescing   # a poll-mode vswitch's NIC: a zero timer
     pb = net.cfg.workload.multicast.packet_bytes
     x = np.asarray(rates, dtype=float)
     Q = np.zeros((len(x), 3))

@@ -322,11 +322,18 @@ def solve(cfg: Config, iterations: int = 30):
         for term, cyc in terms.items():
             terms_rows.append((c, term, cyc * x[i]))
             ctx_cycles[c] = ctx_cycles.get(c, 0.0) + cyc * x[i]
+    from sim.fluid import _poll_spin   # poll-mode threads spin: their cores 100% busy
+    spin = _poll_spin(ctx_obj, ctx_core, core_clock, ctx_cycles)
+    for c, spun in spin.items():
+        terms_rows.append((c, costs.POLL_IDLE, spun))
+        ctx_cycles[c] = ctx_cycles.get(c, 0.0) + spun
     ct = pd.DataFrame(terms_rows, columns=["context", "term", "cycles_per_s"])
     ct = ct.groupby(["context", "term"], as_index=False)["cycles_per_s"].sum()
     core_cycles = {}
     for c, cyc in ctx_cycles.items():
         core_cycles[ctx_core[c]] = core_cycles.get(ctx_core[c], 0.0) + cyc
+    for c in spin:
+        core_cycles[ctx_core[c]] = core_clock[ctx_core[c]]
     host_cycles = sum(v for k, v in core_cycles.items() if core_host[k])
     host_capacity = sum(c for k, c in core_clock.items() if core_host[k])
     w = cfg.workload

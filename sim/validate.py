@@ -242,6 +242,8 @@ def _value(q, results: dict) -> Scalar | Curve | list:
     if stat is None:
         return curve
     means = [y.mean for y in ys]
+    if stat in ("max", "min") and not np.isfinite(means).any():
+        return ys[0]      # no values (the fluid engine on a DES-only metric): nan, not a crash
     if stat == "max":
         return ys[int(np.nanargmax(means))]
     if stat == "min":
@@ -298,6 +300,8 @@ def _curve_rule(c: dict, cv: Curve) -> tuple[str, str, str, bool]:
     xs, ys = cv.xs, np.array([y.mean for y in cv.ys])
     if "saturates_at" in c:
         frac = c.get("frac", 0.95)
+        if not np.isfinite(ys).any():   # the engine gives no value (the fluid engine: a DES metric)
+            return f"saturates at {c['saturates_at']}", "no values", "", False
         top = np.nanmax(ys)
         first = next(x for x, y in zip(xs, ys) if y >= frac * top)
         want = c["saturates_at"]

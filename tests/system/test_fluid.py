@@ -119,12 +119,6 @@ def test_compare_against_a_short_des_run():
     assert abs(df.loc["host_cpu_util_pct", "rel_diff"]) < 0.10
 
 
-def test_unsupported_kind_says_so():
-    cfg = compose_checked("configs", ["experiment=kvm_vhost_user_tx"])  # poll mode
-    with pytest.raises(ValueError, match="not modelled"):
-        fluid.solve(cfg)
-
-
 # -- mechanisms: each fails when its fluid term is removed --------------------------------------
 
 def _solve(*overrides):

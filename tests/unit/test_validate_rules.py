@@ -56,6 +56,14 @@ def test_saturation_point():
     assert outcome(check, curve_results("k", xs, [8.0, 9.4, 9.4, 9.3])).ok
     assert not outcome(check, curve_results("k", xs, [9.4, 9.4, 9.4, 9.4])).ok  # at 1
     assert not outcome(check, curve_results("k", xs, [4.0, 8.0, 9.4, 9.4])).ok  # at 3
+    # an engine that gives no value (the fluid engine on a DES-only metric): a failed check,
+    # not a crash of the whole validation
+    nan = float("nan")
+    assert not outcome(check, curve_results("k", xs, [nan] * 4)).ok
+    best = {"of": {"metric": "m", "run": list(RUN), "sweep": {"key": "k", "values": xs},
+                   "stat": "max"}, "value": 9.4}
+    assert outcome(best, curve_results("k", xs, [8.0, 9.4, 9.4, 9.3])).ok
+    assert not outcome(best, curve_results("k", xs, [nan] * 4)).ok
 
 
 def test_largest_count_below_a_loss_limit():
