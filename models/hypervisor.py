@@ -78,7 +78,7 @@ class HypervisorParams:
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
     # The CPU scheduler's time slice on a shared core (``models.cpu``): 0 = hand over per task.
-    sched_quantum_us: float = 50000.0
+    sched_quantum_us: float = 0.0
     tx_contexts_per_vnic: int = 1
     # The OS runs on the host's cores and drives the NIC itself (``models.vnic.direct``).
     bare_metal: bool = False  # no hypervisor at all (hypervisor=native): the overhead baseline
