@@ -38,9 +38,16 @@ Migration: ``Context.move_to(core)`` re-places a context at once if it is idle, 
 takes its next task, never inside one nor while it waits for a core; a context arriving on a
 core where a task is running (even the task of a context that had the core to itself) books
 the core and waits for it, so a core never runs two tasks at once.
-Left out: preemption inside a task, priorities among contexts, hyper-threading, frequency
-scaling, the cost of a migration itself (beyond the world switch it causes), memory bandwidth
-limits.
+Time slices (``Cpu(quantum_s=...)``, the hypervisor's scheduler quantum, 0 = none): a
+context that ends a task on a shared core keeps the core, while contexts are booked for it, as
+long as it has more work (queued, or submitted by the task's own callback: the next pass of a
+poll loop) and its slice, counted from when it took the core from another context, has not run
+``quantum_s``: a world runs until it blocks or its quantum expires. Then the core goes to the
+first booked context. With no quantum a core hands over after every task (processor sharing at
+task granularity).
+Left out: preemption inside a task, priorities among contexts (a woken world with less CPU
+consumed does not preempt the running one), hyper-threading, frequency scaling, the cost of a
+migration itself (beyond the world switch it causes), memory bandwidth limits.
 Units: clock in Hz, work in cycles, time in seconds.
 """
 from __future__ import annotations
@@ -119,8 +126,14 @@ class Core:
     """
 
     def __init__(self, env: simpy.Environment, index: int, node: int, params: CpuParams,
-                 numa: NumaParams | None = None):
+                 numa: NumaParams | None = None, quantum_s: float = 0.0):
         self.env, self.index, self.node, self.params = env, index, node, params
+        # The scheduler's time slice (see the module docstring): 0 hands over after each task.
+        self.quantum_s = quantum_s
+        self._slice_owner: "Context | None" = None  # the context whose slice is running
+        self._slice_from = 0.0  # when it took the core from another context
+        self._kept: "Context | None" = None  # keeps the core through its task's callback
+        self.slice_keeps = 0  # tasks after which a slice kept the core from booked contexts
         self.numa = numa if numa is not None else NumaParams()
         self.name = f"core{index}"
         self.busy_s = 0.0
@@ -170,10 +183,12 @@ class Core:
 class Cpu:
     """All cores of one host, grouped into NUMA nodes (one per socket)."""
 
-    def __init__(self, env: simpy.Environment, params: CpuParams, numa: NumaParams | None = None):
+    def __init__(self, env: simpy.Environment, params: CpuParams, numa: NumaParams | None = None,
+                 quantum_s: float = 0.0):
+        check(quantum_s >= 0, "quantum_s", quantum_s, ">= 0")
         self.params = params
         self.numa = numa if numa is not None else NumaParams()
-        self.cores = [Core(env, i, i // params.cores_per_socket, params, self.numa)
+        self.cores = [Core(env, i, i // params.cores_per_socket, params, self.numa, quantum_s)
                       for i in range(params.n_cores)]
 
     def core(self, index: int) -> Core:
@@ -375,7 +390,7 @@ class Context:
         self._packets, self._bytes, self._remote = packets, n_bytes, remote
         self._nominal, self._callback, self._done = cycles, callback, done
         self._shared = core.n_contexts != 1
-        if core._holder is None:
+        if core._holder is None and (core._kept is None or core._kept is self):
             if callback is _CHARGE:
                 if not self._shared:
                     self._book(core)
@@ -436,6 +451,8 @@ class Context:
         core._holder = self
         core._busy_since = start
         self._busy_since = start
+        if core._slice_owner is not self:  # a new slice: taken from another context
+            core._slice_owner, core._slice_from = self, start
         _Completion(env, start - now + dt, self._complete_cb)
 
     def _complete(self, _event) -> None:
@@ -450,7 +467,13 @@ class Context:
         self._credit(core)
         callback, done = self._callback, self._done
         self._callback = self._done = self._work = None
-        if core._waiting:  # the core goes to the context that booked it first
+        # Within its time slice the context keeps the core for its next task, whether queued
+        # or submitted by the callback; else the core goes to the context booked first.
+        keep = bool(core._waiting) and core.quantum_s > 0 \
+            and now - core._slice_from < core.quantum_s
+        if keep:
+            core._kept = self
+        elif core._waiting:  # the core goes to the context that booked it first
             core._waiting.popleft()._start(core)
         if done is not None:
             done.succeed()
@@ -460,6 +483,13 @@ class Context:
             self._active = False
         if callback is not None:  # last: it may submit work to this context or any other
             callback()
+        if keep:
+            core._kept = None
+            if core._holder is None:  # no more work: blocked, the slice ends
+                if core._waiting:
+                    core._waiting.popleft()._start(core)
+            else:
+                core.slice_keeps += 1
 
     def _credit(self, core: Core) -> None:
         """Credit the task's counts and its cycles by term (they add up to ``cycles``)."""

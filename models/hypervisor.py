@@ -77,6 +77,8 @@ class HypervisorParams:
     vm_exit_cycles: float = 4000.0
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
+    # The CPU scheduler's time slice on a shared core (``models.cpu``): 0 = hand over per task.
+    sched_quantum_us: float = 0.0
     tx_contexts_per_vnic: int = 1
     # The OS runs on the host's cores and drives the NIC itself (``models.vnic.direct``).
     bare_metal: bool = False  # no hypervisor at all (hypervisor=native): the overhead baseline
@@ -95,6 +97,7 @@ class HypervisorParams:
         check(self.bt_trap_cycles >= 0, "bt_trap_cycles", self.bt_trap_cycles, ">= 0")
         check(self.vcpu_halt_wakeup_cycles >= 0, "vcpu_halt_wakeup_cycles",
               self.vcpu_halt_wakeup_cycles, ">= 0")
+        check(self.sched_quantum_us >= 0, "sched_quantum_us", self.sched_quantum_us, ">= 0")
         check(1 <= self.tx_contexts_per_vnic <= 64, "tx_contexts_per_vnic",
               self.tx_contexts_per_vnic, "in 1..64")
 

@@ -110,13 +110,15 @@ def build(cfg: Config, replication: int = 0) -> Model:
     env = simpy.Environment()
     stats = Stats()
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
-    model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa))
+    quantum_s = units.us_to_s(cfg.hypervisor.sched_quantum_us)  # the scheduler's time slice
+    model = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa, quantum_s))
     topo, n = cfg.topology, cfg.workload.vms
     plan = make_plan(cfg)
     _build_host(model, plan, rng, range(topo.host_vms(n)), native_peers=not topo.vm_partner)
     model.numa_io = start_numa_io(model, plan)
     if topo.kind == "remote_host":  # the same host again, its VMs the partners n .. 2n-1
-        remote = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa), prefix="remote.")
+        remote = Model(cfg, env, stats, Cpu(env, cfg.host.cpu, cfg.host.numa, quantum_s),
+                       prefix="remote.")
         _build_host(remote, plan, rng, range(n, 2 * n), native_peers=False)
         for a, b in zip(model.nics, remote.nics):
             _wire_cable(a, b)

@@ -123,6 +123,9 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
                                        "[cycles]",
     "HypervisorParams.vcpu_halt_wakeup_cycles": "waking a halted vCPU for a virtual interrupt "
                                                 "[cycles]",
+    "HypervisorParams.sched_quantum_us": "CPU scheduler's time slice: a context keeps a shared "
+                                         "core while it has work, up to this; 0 = hand over "
+                                         "after each task [us]",
     "HypervisorParams.tx_contexts_per_vnic": "networking contexts serving one vNIC's TX queues "
                                              "[-]",
     "HypervisorParams.poll_mode": "vswitch and backends are poll-mode threads (vhost-user, "
