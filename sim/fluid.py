@@ -44,7 +44,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
 - LRO: hardware (``nic.lro``; the peer's ``peer.lro_max_bytes``) merges a segment's frames into
   ``ceil(b / (lro_max // mss))`` NIC packets; software LRO (hypervisor feature, for a vNIC and
   guest that take aggregates) does the same after the driver with ``software_lro_max_bytes``
-  when the NIC did not. The receiving stack sees those packets.
+  when the NIC did not. The receiving stack sees those packets. A segment the peer interleaves
+  among Q' others' (``peer.tx_interleave_queues``, capped by the flows on the link) reaches the
+  handler over Q' of its wire times, one pass per segment's wire time (or per coalescing timer
+  if longer), and is merged per pass (``docs/models.md``, interleaved transmit).
 - ACKs: one per two frames of single-frame packets, one per aggregate (``P * min(1, f / 2)``,
   ``P`` stack packets/s of ``f`` frames); plus one window update per read task, with one read
   task per receiving pass (``min(P, interrupts)``). ACK trains: ``min(data ACKs, receiving
