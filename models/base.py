@@ -72,7 +72,7 @@ class Burst:
     __slots__ = ("kind", "flow", "payload_bytes", "frames", "packets", "header_bytes",
                  "frame_payload_bytes", "seq", "ack", "window_bytes", "sack_edge", "psh", "dup",
                  "sent_s", "echo_s", "retransmit", "dst", "src", "encap_bytes", "piggyback",
-                 "wire_bytes")
+                 "spread_s", "wire_bytes")
     __hash__ = None  # mutable, compared field by field (as the dataclass was)
 
     def __init__(self, kind: str, flow: int, payload_bytes: int, frames: int, packets: int,
@@ -89,7 +89,10 @@ class Burst:
                  dst: int = 0,             # destination endpoint id (VM index, or -1: the peer)
                  src: int = 0,             # source endpoint id (same numbering)
                  encap_bytes: int = 0,     # tunnel headers per frame in header_bytes (VXLAN: 50)
-                 piggyback: "Burst | None" = None):  # a reverse-direction ACK riding on data
+                 piggyback: "Burst | None" = None,  # a reverse-direction ACK riding on data
+                 # the time its frames took to arrive, interleaved frame by frame with other
+                 # flows' frames on the wire (0: back to back; ``models.peer``)
+                 spread_s: float = 0.0):
         self.kind = kind
         self.flow = flow
         self.payload_bytes = payload_bytes
@@ -110,6 +113,7 @@ class Burst:
         self.src = src
         self.encap_bytes = encap_bytes
         self.piggyback = piggyback
+        self.spread_s = spread_s
         self.wire_bytes = units.burst_wire_bytes(payload_bytes, frames, header_bytes,
                                                  frame_payload_bytes)
 
@@ -136,6 +140,7 @@ class Burst:
         new.src = self.src
         new.encap_bytes = self.encap_bytes
         new.piggyback = self.piggyback
+        new.spread_s = self.spread_s
         new.wire_bytes = self.wire_bytes
         return new
 
@@ -170,12 +175,21 @@ class Burst:
                                                 self.frame_payload_bytes)
         return new
 
-    def aggregated(self, max_bytes: int) -> "Burst":
-        """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``."""
+    def aggregated(self, max_bytes: int, pieces: int = 1) -> "Burst":
+        """After LRO: consecutive data frames merged into aggregates of up to ``max_bytes``;
+        with ``pieces`` > 1 its frames reached the merger in that many near-equal parts (polls),
+        each merged on its own (an LRO flushes what it holds at the end of a poll)."""
         if self.kind != DATA or max_bytes <= 0:
             return self
+        per = max(1, max_bytes // self.frame_payload_bytes)
         new = self._clone()
-        new.packets = -(-self.frames // max(1, max_bytes // self.frame_payload_bytes))
+        frames = self.frames
+        if pieces <= 1:
+            new.packets = -(-frames // per)
+        else:
+            p = min(pieces, frames)
+            q, r = divmod(frames, p)  # r parts of q + 1 frames, p - r parts of q
+            new.packets = r * -(-(q + 1) // per) + (p - r) * -(-q // per)
         return new
 
     def as_frames(self) -> "Burst":

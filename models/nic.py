@@ -60,7 +60,7 @@ import simpy
 from simpy.events import Timeout
 
 from models import units
-from models.base import Burst, Ring, RingPoller, Stats, check
+from models.base import DATA, Burst, Ring, RingPoller, Stats, check
 from models.coalescing import CoalescingParams, make_coalescer
 from models.cpu import Context
 from models.pcie import PcieLink, RxDma, TxDma, tx_dma_bytes
@@ -322,6 +322,20 @@ class NicPort:
     def tx_wire_bytes(self) -> int:
         now = self.env.now
         return self._tx_wire_bytes + sum(e[2].wire_bytes for e in self._sent if e[0] <= now)
+
+    def backlog_flows(self, limit: int, exclude: int, scan: int = 64) -> int:
+        """Distinct flows other than ``exclude`` among the last data bursts booked on the wire
+        whose last bit has not left yet (the newest first; at most ``limit``, looking at no
+        more than ``scan`` bursts): the segments a burst posted now goes out beside."""
+        now, seen = self.env.now, set()
+        for k, (end, _, burst, _, _) in enumerate(reversed(self._sent)):
+            if end <= now or k >= scan:
+                break
+            if burst.kind == DATA and burst.flow != exclude:
+                seen.add(burst.flow)
+                if len(seen) >= limit:
+                    break
+        return len(seen)
 
     def _next_tx_queue(self) -> Ring | None:
         """The first non-empty queue from the round-robin pointer (its turn; not taken yet)."""

@@ -31,7 +31,8 @@ import numpy as np
 import simpy
 
 from models import costs
-from models.base import ACK, ECHO_REPLY, Burst, CycleCost, Stats, check
+from models import units
+from models.base import ACK, DATA, ECHO_REPLY, Burst, CycleCost, Stats, check
 from models.cpu import Context, Cpu, CpuParams
 from models.guest import OsStackParams, StackHost
 from models.nic import NicParams, NicPort
@@ -58,6 +59,10 @@ class PeerParams:
     # With VXLAN the peer is the far tunnel endpoint (in 003 another ESX host), whose software
     # LRO merges the frames after decapsulation.
     lro_tunnelled: bool = True
+    # Transmit interleaving: the client's NIC sends frame by frame, round-robin, from up to
+    # this many TX queues (one per core, each holding another connection's segment), so a
+    # segment's frames spread over the wire among the others'; 1: segments back to back.
+    tx_interleave_queues: int = 1
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -70,6 +75,8 @@ class PeerParams:
         check(self.rx_throttle_us >= 0, "rx_throttle_us", self.rx_throttle_us, ">= 0")
         check(self.lro_max_bytes == 0 or 1500 <= self.lro_max_bytes <= 262144, "lro_max_bytes",
               self.lro_max_bytes, "0 (off) or in 1500..262144")
+        check(1 <= self.tx_interleave_queues <= self.cpu.sockets * self.cpu.cores_per_socket,
+              "tx_interleave_queues", self.tx_interleave_queues, "in 1..the client's cores")
 
 
 class PeerHost(StackHost):
@@ -153,5 +160,19 @@ class PeerHost(StackHost):
         # ACKs and echo replies leave from the softirq that made them; the rest from the app
         ctx = self.irq_of(burst.flow) if burst.kind in (ACK, ECHO_REPLY) \
             else self.app_context(burst.flow)
-        ctx.then(terms, lambda: self.nic.send(burst), packets=burst.packets,
+        ctx.then(terms, lambda: self._post(burst), packets=burst.packets,
                  n_bytes=burst.payload_bytes)
+
+    def _post(self, burst: Burst) -> None:
+        """Post ``burst`` to the NIC. With ``tx_interleave_queues`` = Q > 1 a data segment
+        goes out frame by frame beside the segments of up to Q - 1 other connections still on
+        the wire ahead of it (``NicPort.backlog_flows``): its frames spread over that many
+        times its own wire time (``Burst.spread_s``; the receiver's LRO sees it in pieces)."""
+        q = self.params.tx_interleave_queues
+        if q > 1 and burst.kind == DATA and burst.frames > 1:
+            others = self.nic.backlog_flows(q - 1, burst.flow)
+            if others:
+                wire_s = units.transmit_time_s(burst.wire_bytes,
+                                               self.nic.params.link.line_rate_gbps)
+                burst = burst._copy(spread_s=(1 + others) * wire_s)
+        self.nic.send(burst)

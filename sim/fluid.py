@@ -45,7 +45,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
 - LRO: hardware (``nic.lro``; the peer's ``peer.lro_max_bytes``) merges a segment's frames into
   ``ceil(b / (lro_max // mss))`` NIC packets; software LRO (hypervisor feature, for a vNIC and
   guest that take aggregates) does the same after the driver with ``software_lro_max_bytes``
-  when the NIC did not. The receiving stack sees those packets.
+  when the NIC did not. The receiving stack sees those packets. A segment the peer interleaves
+  among Q' others' (``peer.tx_interleave_queues``, capped by the flows on the link) reaches the
+  handler over Q' of its wire times, one pass per segment's wire time (or per coalescing timer
+  if longer), and is merged per pass (``docs/models.md``, interleaved transmit).
 - ACKs: one per two frames of single-frame packets, one per aggregate (``P * min(1, f / 2)``,
   ``P`` stack packets/s of ``f`` frames); plus one window update per read task, with one read
   task per receiving pass (``min(P, interrupts)``). ACK trains: ``min(data ACKs, receiving
@@ -334,6 +337,12 @@ def describe_network(cfg: Config) -> _Net:
         cfg.workload.socket_bytes, units.TCP_MAX_UNSCALED_WINDOW_BYTES)
     wire = units.vxlan_frame_wire_bytes if vxlan else units.frame_wire_bytes
     sndbufs = _sndbuf_bytes(model)
+    # The peer's interleaved transmit (``peer.tx_interleave_queues``): received flows per link
+    on_link: dict[str, int] = {}
+    for fp in paths:
+        if fp.direction == "rx" and not vm_other:
+            link = next((h.name for h in fp.data if h.kind == LINK), "")
+            on_link[link] = on_link.get(link, 0) + 1
     for fp in paths:
         vnic = model.vnics[fp.vm]
         sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
@@ -368,6 +377,20 @@ def describe_network(cfg: Config) -> _Net:
         b = math.ceil(seg / mss)                   # frames per segment
         nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
         sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
+        if hw <= 1 < sw and fp.direction == "rx" and not vm_other \
+                and cfg.peer.tx_interleave_queues > 1:
+            # Interleaved with the segments of up to Q - 1 other flows on its link, a segment
+            # reaches the host's handler over Q of its own wire times; the handler takes each
+            # arriving segment's worth in a pass of its own unless its coalescing timer is
+            # longer (DES: ~1 pass per segment at 10 us), and software LRO merges per pass.
+            link = next((h.name for h in fp.data if h.kind == LINK), "")
+            q = min(cfg.peer.tx_interleave_queues, on_link.get(link, 1))
+            seg_wire_s = units.transmit_time_s(b * wire(math.ceil(seg / b) + hdr),
+                                               cfg.nic.link.line_rate_gbps)
+            pass_s = max(seg_wire_s, units.us_to_s(cfg.nic.coalescing.timer_us))
+            pieces = min(b, max(1, round(q * seg_wire_s / pass_s)))
+            k, r = divmod(b, pieces)
+            sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
         stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
         f = (b / seg) / stack_pk
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
