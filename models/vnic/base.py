@@ -26,7 +26,7 @@ Units: cycles, packets, bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import simpy
@@ -257,9 +257,12 @@ class VirtualNic(GuestDevice):
                 costs.Charge(costs.HALT_WAKEUP, self.wakeup_cycles, 0.0, 0.0,
                              per="virtual interrupt that finds the vCPU halted")]
 
-    def backend_charges(self, direction: str) -> list[costs.Charge]:
-        """What the hypervisor's backend of this device charges on ``direction``."""
+    def backend_charges(self, direction: str, copy: bool = True) -> list[costs.Charge]:
+        """What the hypervisor's backend of this device charges on ``direction``; on receive
+        without ``copy`` (a guest-mapped queue, ``rx_backend_cycles``) nothing per byte."""
         cost = self.params.backend_tx if direction == "tx" else self.params.backend_rx
+        if not copy:
+            cost = replace(cost, per_byte_cycles=0.0)
         return [costs.Charge.of(costs.BACKEND_TX if direction == "tx" else costs.BACKEND_RX,
                                 cost)]
 
@@ -326,9 +329,12 @@ class VirtualNic(GuestDevice):
             self._transmit(burst, backend)
 
     # -- receive side -----------------------------------------------------------------------
-    def rx_backend_cycles(self, packets: int, n_bytes: int) -> float:
-        """Hypervisor cycles to copy ``packets`` into the guest and post a virtual interrupt."""
-        return self.params.backend_rx.cycles(packets, n_bytes)
+    def rx_backend_cycles(self, packets: int, n_bytes: int, copy: bool = True) -> float:
+        """Hypervisor cycles to copy ``packets`` into the guest and post a virtual interrupt.
+        The per-byte part is the copy into guest memory, at the host processor's copy rate;
+        ``copy=False``: the packets are already in guest memory (a NetQueue queue mapped to
+        the guest, ``models.nic.NicPort.guest_mapped``), only the per-packet work is paid."""
+        return self.params.backend_rx.cycles(packets, n_bytes if copy else 0)
 
     def deliver(self, batch: list[Burst]) -> None:
         """From the vswitch (handler context already paid): fill the rings, interrupt the guest."""
