@@ -240,8 +240,8 @@ class HypervisorRx:
         for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)
             if vnic is not None:
-                costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(
-                    p, nb, copy=not self.guest_mapped(ctx, dst)))
+                copied = 0 if self.guest_mapped(ctx, dst) else nb  # a guest-mapped queue: none
+                costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, copied))
         if ctx is not None:  # per packet written into the guest (after software LRO)
             for dst, (p, _) in switched.items():
                 vnic = self._vnic(dst)

@@ -329,12 +329,12 @@ class VirtualNic(GuestDevice):
             self._transmit(burst, backend)
 
     # -- receive side -----------------------------------------------------------------------
-    def rx_backend_cycles(self, packets: int, n_bytes: int, copy: bool = True) -> float:
-        """Hypervisor cycles to copy ``packets`` into the guest and post a virtual interrupt.
-        The per-byte part is the copy into guest memory, at the host processor's copy rate;
-        ``copy=False``: the packets are already in guest memory (a NetQueue queue mapped to
-        the guest, ``models.nic.NicPort.guest_mapped``), only the per-packet work is paid."""
-        return self.params.backend_rx.cycles(packets, n_bytes if copy else 0)
+    def rx_backend_cycles(self, packets: int, n_bytes: int) -> float:
+        """Hypervisor cycles to copy ``packets`` (``n_bytes``) into the guest and post a virtual
+        interrupt. The per-byte part is the copy into guest memory, at the host processor's
+        copy rate; packets already in guest memory (a NetQueue queue mapped to the guest,
+        ``models.nic.NicPort.guest_mapped``) are passed with 0 bytes copied."""
+        return self.params.backend_rx.cycles(packets, n_bytes)
 
     def deliver(self, batch: list[Burst]) -> None:
         """From the vswitch (handler context already paid): fill the rings, interrupt the guest."""
