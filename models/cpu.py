@@ -74,6 +74,10 @@ class CpuParams:
     clock_hz: float = 2.93e9
     context_switch_cycles: float = 3000.0
     jitter_cv: float = 0.05  # coefficient of variation of service time (gamma), 0 = none
+    # Cycles per byte of a copy of cache-cold data on this processor (its line misses in flight
+    # over their latency): what the hypervisor's vNIC backend pays to copy a received packet
+    # into guest memory (vnic.backend_rx.per_byte_cycles reads it). The default: the X7350's.
+    copy_per_byte_cycles: float = 1.37
     # Where each cost comes from, {field: "tag: reason"} (configs/ only; sim.config checks it).
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -84,6 +88,8 @@ class CpuParams:
         check(self.context_switch_cycles >= 0, "context_switch_cycles",
               self.context_switch_cycles, ">= 0")
         check(0 <= self.jitter_cv <= 1, "jitter_cv", self.jitter_cv, "in [0, 1]")
+        check(self.copy_per_byte_cycles >= 0, "copy_per_byte_cycles", self.copy_per_byte_cycles,
+              ">= 0")
 
     @property
     def n_cores(self) -> int:

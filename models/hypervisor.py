@@ -181,6 +181,7 @@ class HypervisorRx:
         self._sorts: dict[int, bool] = {}  # id(handler context) -> its queue is sorted here
         # Each handler context's recent passes (times), for the pieces a spread burst came in.
         self._passes: dict[int, deque] = {}
+        self._mapped: dict[tuple, bool] = {}  # (id(handler context), dst) -> guest-mapped
         self.driver_packets = 0    # packets the driver took from the NIC (frames without HW LRO)
         self.switched_packets = 0  # packets (aggregates count one) the vswitch forwarded
 
@@ -205,6 +206,18 @@ class HypervisorRx:
             v = self._sorts[key] = any(q.context is context for k, q in
                                        enumerate(nic.rx_queues) if k in shared) \
                 if shared else False
+        return v
+
+    def guest_mapped(self, context, dst: int) -> bool:
+        """Whether ``dst``'s frames reach the handler on ``context`` through the NetQueue queue
+        mapped to its guest's memory (no backend copy: ``models.nic.NicPort.guest_mapped``)."""
+        key = (id(context), dst)
+        v = self._mapped.get(key)
+        if v is None:
+            nic = self.nic
+            v = self._mapped[key] = nic is not None and context is not None and any(
+                q.context is context and nic.guest_mapped(k, dst)
+                for k, q in enumerate(nic.rx_queues))
         return v
 
     def prepare(self, batch: list[Burst], context) -> RxPass:
@@ -262,7 +275,8 @@ class HypervisorRx:
         for dst, (p, nb) in switched.items():
             vnic = self._vnic(dst)
             if vnic is not None:
-                costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, nb))
+                copied = 0 if self.guest_mapped(ctx, dst) else nb  # a guest-mapped queue: none
+                costs.add(terms, costs.BACKEND_RX, vnic.rx_backend_cycles(p, copied))
         if ctx is not None:  # per packet written into the guest (after software LRO)
             for dst, (p, _) in switched.items():
                 vnic = self._vnic(dst)

@@ -484,6 +484,14 @@ class NicPort:
             seen[k] = seen.get(k, 0) + 1
         return {k for k, c in seen.items() if c > 1}
 
+    def guest_mapped(self, k: int, dst: int) -> bool:
+        """Whether RX queue ``k`` is the one VMDq's sorter dedicates to endpoint ``dst``:
+        NetQueue maps such a queue's buffers into that VM's memory ("Receive queues can be
+        assigned to each virtual NIC and mapped to guest memory to avoid a copy", 004), so the
+        NIC's DMA fills the guest's buffers and the vNIC backend copies nothing."""
+        n = len(self.rx_queues)
+        return self.params.rx_sort == "vmdq" and n > 1 and k >= 1 and _vmdq_queue(dst, n) == k
+
     def rss_queue(self, flow: int) -> int:
         """The RX queue RSS hashes ``flow`` to (a salted CRC of the flow, computed once)."""
         k = self._rss.get(flow)

@@ -43,7 +43,7 @@ PEER_DST = -1  # the endpoint id of a peer in Burst.src / Burst.dst
 
 @dataclass(frozen=True)
 class PeerParams:
-    cpu: CpuParams = field(default_factory=lambda: CpuParams(2, 4, 2.66e9, 0.0, 0.05))
+    cpu: CpuParams = field(default_factory=lambda: CpuParams(2, 4, 2.66e9, 0.0, 0.05, 0.0))
     stack: OsStackParams = field(default_factory=lambda: OsStackParams("rhel5_64_native"))
     driver_rx: CycleCost = field(default_factory=lambda: CycleCost(2000.0, 400.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 400.0, 0.0))

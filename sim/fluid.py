@@ -99,6 +99,7 @@ from scipy.optimize import brentq
 
 from models import costs, units
 from models.coalescing import steady_timer_us
+from sim import metrics
 from sim.builder import Model, _mss, _nic_params, _seg_max, build
 from sim.config import Config
 from sim.path import CONTEXT, LINK, PCIE, RING, FlowPath, flow_paths
@@ -1153,8 +1154,10 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
         core_cycles[net.ctx_core[c]] = net.core_clock[net.ctx_core[c]]
     host_cycles = sum(v for k, v in core_cycles.items() if net.core_host[k])
     host_capacity = sum(c for k, c in net.core_clock.items() if net.core_host[k])
+    hv = metrics.hypervisor_contexts(net.model)
     contexts = pd.DataFrame([{"context": c, "host": net.ctx_host[c],
-                              "util_pct": 100 * v / net.core_clock[net.ctx_core[c]]}
+                              "util_pct": 100 * v / net.core_clock[net.ctx_core[c]],
+                              "hypervisor": c in hv, "cycles_per_s": v}
                              for c, v in sorted(ctx_cycles.items())])
     terms.sort(key=lambda r: (r["context"], r["term"]))   # (cheaper than pandas' sort here)
     cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"])
@@ -1164,6 +1167,13 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     tables = {"contexts": contexts, "cost_terms": cost_terms, "cores": cores,
               "links": pd.DataFrame(links), "pcie": pd.DataFrame(pcie)}
     return tables, host_cycles, host_capacity
+
+
+def _hypervisor(net, load_tables: dict, host_capacity: float, gbps: float) -> dict:
+    """The hypervisor's share of the host's cycles, as the DES reports it (``sim.metrics``)."""
+    ctx = load_tables["contexts"]
+    return metrics.hypervisor_summary(net.model, dict(zip(ctx["context"], ctx["cycles_per_s"])),
+                                      host_capacity, gbps)
 
 
 def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]:
@@ -1202,6 +1212,7 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
     summary = {
         "goodput_gbps": float(gbps),
         "host_cpu_util_pct": float(100 * host_cycles / host_capacity),
+        **_hypervisor(net, load_tables, host_capacity, gbps),
         "cycles_per_bit": float(host_cycles / units.gbps_to_bits_per_s(gbps)) if gbps
         else math.nan,
         "wire_frames_per_s": float((wired * (Q[:, D] + Q[:, A])).sum()),
@@ -1220,8 +1231,8 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
 
 # -- both engines -----------------------------------------------------------------------------
 
-COMPARED = ("goodput_gbps", "host_cpu_util_pct", "cycles_per_bit", "wire_frames_per_s",
-            "host_packets_per_s", "loss_ratio", "rtt_us")
+COMPARED = ("goodput_gbps", "host_cpu_util_pct", "hypervisor_cpu_util_pct", "cycles_per_bit",
+            "wire_frames_per_s", "host_packets_per_s", "loss_ratio", "rtt_us")
 LOOP_COMPARED = {"tcp_rr": ("transactions_per_s", "rr_latency_mean_us"),
                  "ping": ("ping_rtt_mean_us", "ping_sent_per_s")}
 
@@ -1758,6 +1769,7 @@ def _mc_report(net: _McNet, fill: Filling, st: _McState, cap: dict) -> tuple[dic
     summary = {
         "goodput_gbps": float(gbps),
         "host_cpu_util_pct": float(100 * host_cycles / host_capacity),
+        **_hypervisor(net, load_tables, host_capacity, gbps),
         "cycles_per_bit": float(host_cycles / units.gbps_to_bits_per_s(gbps)) if gbps
         else math.nan,
         "wire_frames_per_s": float(offered.sum()),

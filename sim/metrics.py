@@ -38,6 +38,26 @@ def _ports(model: Model):
     return [*(n for h in model.hosts() for n in h.nics), *(p.nic for p in model.peers)]
 
 
+def hypervisor_contexts(model: Model) -> set[str]:
+    """The names of the hypervisor's contexts on the host under test: its NIC vectors, the VMs'
+    networking contexts (``vmN.net``: vNIC backends, vswitch, replication) and any other
+    context of the host that is not a guest's vCPU. What esxtop counts as the VMkernel's and
+    the VMs' helper worlds, not the guests' own time (``docs/models.md``, Metrics)."""
+    vcpus = {c.name for vm in model.vms for c in vm.vcpus}
+    return {c.name for c in model.contexts if c.name not in vcpus}
+
+
+def hypervisor_summary(model: Model, ctx_cycles_per_s: dict[str, float],
+                       capacity_cycles_per_s: float, goodput_gbps: float) -> dict[str, float]:
+    """``hypervisor_cpu_util_pct`` (the hypervisor's contexts' cycles over the host's
+    capacity, as ``host_cpu_util_pct``) and ``hypervisor_cycles_per_bit`` from each context's
+    cycles/s (both engines call this: the DES from busy time, the fluid engine from loads)."""
+    hv = sum(v for c, v in ctx_cycles_per_s.items() if c in hypervisor_contexts(model))
+    return {"hypervisor_cpu_util_pct": 100 * hv / capacity_cycles_per_s,
+            "hypervisor_cycles_per_bit": hv / units.gbps_to_bits_per_s(goodput_gbps)
+            if goodput_gbps > 0 else float("nan")}
+
+
 def _core_key(host: Model, core) -> object:
     """A core's name in the snapshot: its index, prefixed on the remote host."""
     return f"{host.prefix}{core.index}" if host.prefix else core.index
@@ -95,6 +115,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
         vms["partner_vcpu_util_pct"] = [
             100 * sum(d[("ctx", c.name, "busy_s")] for c in everyone[n + i].vcpus)
             / (window_s * len(everyone[n + i].vcpus)) for i in vms["vm"]]
+    hv_names = hypervisor_contexts(model)
     cores = pd.DataFrame([{"core": c.index, "numa_node": c.node,
                            "util_pct": 100 * d[("core", c.index, "busy_s")] / window_s,
                            "switches_per_s": rate("core", c.index, "switches")}
@@ -102,6 +123,7 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
     contexts = pd.DataFrame([{"context": c.name, "host": host, "core": c.core.index,
                               "numa_node": c.core.node,
                               "util_pct": 100 * d[("ctx", c.name, "busy_s")] / window_s,
+                              "hypervisor": c.name in hv_names,
                               "tasks_per_s": rate("ctx", c.name, "tasks"),
                               "remote_cycles_per_s": _remote_cycles(d, c.name) / window_s,
                               "moves": d[("ctx", c.name, "moves")]}
@@ -127,6 +149,10 @@ def measure(model: Model, s0: dict, s1: dict, window_s: float, replication: int)
         "host_cpu_util_pct": float(cores["util_pct"].mean()),
         "cycles_per_bit": busy_cycles / (units.gbps_to_bits_per_s(goodput) * window_s)
         if goodput > 0 else float("nan"),
+        **hypervisor_summary(
+            model, {c.name: units.s_to_cycles(d[("ctx", c.name, "busy_s")], c.core.params.clock_hz)
+                    / window_s for c in model.contexts},
+            cfg.host.cpu.clock_hz * len(model.cpu.cores), goodput),
         "rtt_us": _mean_rtt_us(d, model),
         "jain_index": float(per_vm.sum() ** 2 / (len(per_vm) * (per_vm ** 2).sum()))
         if (per_vm ** 2).sum() > 0 else float("nan"),

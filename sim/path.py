@@ -252,7 +252,8 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
             _ctx(nic_rxq.context, hv.driver_charges("rx"),
                  vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
                      vswitch.ports)),
-                 vnic.backend_charges("rx"), numa,
+                 vnic.backend_charges("rx", copy=not nic.guest_mapped(
+                     nic.rx_queue_index(probe), dst.endpoint)), numa,
                  note="; the guest's recv copy pays numa per byte when its vCPU is not on "
                       "this node (the data sit in its cache)"),
             _ring(rxq.ring)]

@@ -41,6 +41,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "CpuParams.clock_hz": "core clock [Hz]",
     "CpuParams.context_switch_cycles": "world switch between contexts sharing a core [cycles]",
     "CpuParams.jitter_cv": "coefficient of variation of service times (gamma); 0 = none [-]",
+    "CpuParams.copy_per_byte_cycles": "a copy of cache-cold data on this processor (the vNIC "
+                                      "backend's receive copy) [cycles/byte]",
     "NumaParams.remote_per_packet_cycles": "extra cost of a packet touched on a remote node "
                                            "[cycles]",
     "NumaParams.remote_per_byte_cycles": "extra cost per byte copied across nodes [cycles]",

@@ -90,6 +90,13 @@ def _cores_per_gbps(s, t, cfg):
     return busy / s["goodput_gbps"] if s["goodput_gbps"] > 0 else math.nan
 
 
+def _hypervisor_cores_per_gbps(s, t, cfg):
+    """The hypervisor's contexts' cores busy per Gbps of goodput (vectors, networking contexts;
+    not the guests' vCPUs: ``sim.metrics.hypervisor_contexts``)."""
+    busy = s["hypervisor_cpu_util_pct"] / 100 * cfg.host.cpu.n_cores
+    return busy / s["goodput_gbps"] if s["goodput_gbps"] > 0 else math.nan
+
+
 def _mc_vcpu_per_10kpps(s, t, cfg):
     """A multicast receiver's vCPU use (%) per 10K packets/s it receives."""
     rate = cfg.workload.multicast.packet_rate_pps
@@ -112,6 +119,7 @@ METRICS = {
     "nic_tso_bytes": _tso_bytes,
     "guest_rx_packets_per_nic": _guest_rx_packets_per_nic,
     "host_cores_per_gbps": _cores_per_gbps,
+    "hypervisor_cores_per_gbps": _hypervisor_cores_per_gbps,
     "mc_vcpu_pct_per_10kpps": _mc_vcpu_per_10kpps,
     "exits_per_packet": _exits_per_packet,
 }

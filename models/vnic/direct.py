@@ -102,7 +102,7 @@ class DirectNic(GuestDevice):
                 costs.Charge(costs.HALT_WAKEUP, self.wakeup_cycles, 0.0, 0.0,
                              per="virtual interrupt that finds the vCPU halted")]
 
-    def backend_charges(self, direction: str) -> list[costs.Charge]:
+    def backend_charges(self, direction: str, copy: bool = True) -> list[costs.Charge]:
         return []  # no backend
 
     # -- transmit ---------------------------------------------------------------------------
