@@ -70,7 +70,13 @@ def compose_dict(config_dir: str, overrides: list[str], unknown: list[str] | Non
     try:
         out = OmegaConf.to_container(cfg, resolve=True)
     except Exception as exc:  # an interpolation that fails (unknown key or resolver)
-        raise ConfigError(f"cannot resolve the config: {_first_line(exc)}") from None
+        msg = _first_line(exc)
+        for o in overrides:  # an override that replaced a node others refer to: name it
+            key, _, value = o.lstrip("+~").partition("=")
+            if f"`{key}`" in msg:
+                raise ConfigError(f"{key}={value}: other keys refer to {key}'s fields, so it "
+                                  f"must stay a group of keys ({msg})") from None
+        raise ConfigError(f"cannot resolve the config: {msg}") from None
     for o in unknown:
         key, _, value = o.lstrip("+~").partition("=")
         node, *_ = out, None
