@@ -291,6 +291,7 @@ class _Net:
     crossings: np.ndarray = None
     queue_handler: np.ndarray = None                # per queue: its handler's context (-1)
     e_per_irq: np.ndarray = None                    # entries paid per interrupt, pass, train
+    e_recv_app: np.ndarray = None                   # the receiver's recv() calls (data)
 
 
 def _core_key(core, who: str) -> str:
@@ -685,6 +686,8 @@ def _compile(net: _Net) -> None:
             if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
                 net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
+    net.e_recv_app = np.array([net.keys[k][1] == costs.APP_RECV for k in net.e_key],
+                              dtype=bool) & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
@@ -799,6 +802,43 @@ def _handler_busy(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
     return k[:n], k[n:]
 
 
+# A window update that reaches the sender's ACK queue inside the coalescing round its data ACK
+# train armed takes no interrupt of its own (``_updates_in_round``); False: one per ACK train.
+UPDATES_IN_ROUND = True
+
+
+def _updates_in_round(net: _Net, Q: np.ndarray, bytes_all: np.ndarray) -> np.ndarray:
+    """Per flow, the window updates/s that reach its ACK queue inside the coalescing round
+    their data ACK train armed, and so take no interrupt (nor handler pass) of their own.
+
+    The receiver sends the data ACK train in the pass that took the data, and the window
+    update after its read task (``models.workloads.base.Reader``: the recv() copy of the
+    piece, then ``TcpReceiver.read``'s ACK), so the update lags the train by the read's
+    service time, ``lag = the receiver's app_recv cycles per read / its clock``. The DES's
+    coalescer (``models.coalescing``: a timer started by the round's first burst) fires
+    ``timer`` after the train arrived, unless the train alone reaches ``max_frames``; an
+    update with ``lag < timer`` is in that round (DES, dev_vmxnet_32_1g_stream, a 125-us timer
+    and ~42-us reads: 3600 host-queue interrupts/s for three flows' 3600 segments/s, one per
+    data ACK train; e35_tx_* with a 10-us timer: one per ACK train). A step in ``lag``: the
+    read's length is nearly fixed for a configuration (a piece per read), not a function of
+    the rate. Left out: the receiver's wait for its core before the read (its lag only
+    grows), other flows' bursts in the round (``_handler_busy``, docs/fluid.md)."""
+    cpu = net.cpu
+    rd = net.e_recv_app
+    clock = cpu.core_clock[cpu.ctx_core]
+    cyc = np.bincount(net.e_flow[rd], net.e_coef[rd] * Q[net.e_flow[rd], net.e_q[rd]]
+                      / clock[cpu.e_ctx[rd]], len(net.flows))
+    reads = Q[:, READS]
+    data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lag_s = np.where(reads > 0, cyc / np.where(reads > 0, reads, 1), np.inf)
+        acks = np.where(data_trains > 0, Q[:, A_DATA] / np.where(data_trains > 0, data_trains,
+                                                                   1), 0.0)
+    timer_s = units.us_to_s(_timers_us(bytes_all, net.coalescing, net.q_polled))[net.aq]
+    inside = (lag_s < timer_s) & (acks < net.coalescing.max_frames) & (data_trains > 0)
+    return np.where(inside, np.minimum(reads, data_trains), 0.0)
+
+
 def demands(net: _Net, rates) -> State:
     st = _demands(net, rates)
     if HANDLER_BUSY and (net.queue_handler >= 0).any():
@@ -826,11 +866,13 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
     Q[:, A] = Q[:, A_DATA] + Q[:, READS]
     Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS]
-    bursts_all = bursts + np.bincount(net.aq, Q[:, T], nq)
     frames_all = frames + np.bincount(net.aq, Q[:, A], nq)
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
+    # the ACK trains that arm a round of their own at the ACK queue (``_updates_in_round``)
+    trains = Q[:, T] - _updates_in_round(net, Q, bytes_all) if UPDATES_IN_ROUND else Q[:, T]
+    bursts_all = bursts + np.bincount(net.aq, trains, nq)
     irq = _interrupts(bursts_all, frames_all, bytes_all, co, net.q_polled)
-    Q[:, IA] = _share(irq[net.aq], Q[:, T], bursts_all[net.aq])
+    Q[:, IA] = _share(irq[net.aq], trains, bursts_all[net.aq])
     Q[:, IRQ_A] = Q[:, IA] * ka
     if busy is not None:   # what the queues take once their handlers' busy passes hold back
         irq = np.bincount(net.dq, Q[:, IRQ_D], nq) + np.bincount(net.aq, Q[:, IRQ_A], nq)

@@ -227,6 +227,17 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # 135M cycles/s of halt wake-ups (110M before) where the fluid engine has 69M, for 16% more
 # virtual interrupts (a known gap, docs/fluid.md). CPU is held to 15% until the wake-ups of a
 # nearly idle sending vCPU are followed; the goal stays 5%.
+# Ninth session (branch fluidcopy, on base9): the draws hypothesis makes on this machine are not
+# the ones above (the same derandomized seed; they differ with the run's history) and the check
+# fails on goodput, not CPU: a two-VM receiver at 10GbE and 2 GHz (64KB socket, 8KB messages,
+# one session each) where the DES is bimodal in its seed (seed 1: 2.64 Gbps, seed 8451: 4.18;
+# fluid 4.05), shrunk to one 10GbE sender at 2 GHz with a 128KB socket and 8KB messages (fluid
+# 3.96 against 3.58 Gbps: window-bound, the DES's loop ~29 us longer with its vCPU at 70%).
+# The 4-GHz single sender's -12% CPU is the sending vCPU's ACK virtual interrupts: the DES
+# raises one per ACK interrupt when the window update reaches the ring after the vCPU's pass
+# over its data ACK train (docs/fluid.md, "Sixth slice"); following that rule alone moves other
+# draws +11 to +19% until the receiver's reads per pass are followed, so it is on the branch
+# fluidcopy-rides, not here. Tolerances unchanged.
 GOODPUT_TOL, CPU_TOL = 0.05, 0.15
 
 
