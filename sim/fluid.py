@@ -1192,36 +1192,43 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     for k, key in enumerate(net.keys):
         v = float(key_load[k])
         if key[0] == "link":
-            links.append({"link": key[1], "gbps": units.bytes_per_s_to_gbps(v),
-                          "util_pct": 100 * v / net.link_rate[key[1]]})
+            links.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.link_rate[key[1]]))
         elif key[0] == "pcie":
-            pcie.append({"channel": key[1], "gbps": units.bytes_per_s_to_gbps(v),
-                         "util_pct": 100 * v / net.pcie_rate[key[1]]})
+            pcie.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.pcie_rate[key[1]]))
         else:
-            terms.append({"context": key[0], "term": key[1], "cycles_per_s": v})
+            terms.append((key[0], key[1], v))
             ctx_cycles[key[0]] = ctx_cycles.get(key[0], 0.0) + v
             core = net.ctx_core[key[0]]
             core_cycles[core] = core_cycles.get(core, 0.0) + v
     ctx_obj = getattr(net, "ctx_obj", None) or _contexts_by_name(net.model)
     for c, spun in _poll_spin(ctx_obj, net.ctx_core, net.core_clock, ctx_cycles).items():
-        terms.append({"context": c, "term": costs.POLL_IDLE, "cycles_per_s": spun})
+        terms.append((c, costs.POLL_IDLE, spun))
         ctx_cycles[c] = ctx_cycles.get(c, 0.0) + spun
         core_cycles[net.ctx_core[c]] = net.core_clock[net.ctx_core[c]]
     host_cycles = sum(v for k, v in core_cycles.items() if net.core_host[k])
     host_capacity = sum(c for k, c in net.core_clock.items() if net.core_host[k])
     hv = metrics.hypervisor_contexts(net.model)
-    contexts = pd.DataFrame([{"context": c, "host": net.ctx_host[c],
-                              "util_pct": 100 * v / net.core_clock[net.ctx_core[c]],
-                              "hypervisor": c in hv, "cycles_per_s": v}
-                             for c, v in sorted(ctx_cycles.items())])
-    terms.sort(key=lambda r: (r["context"], r["term"]))   # (cheaper than pandas' sort here)
-    cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"])
-    cores = pd.DataFrame([{"core": k.split(":")[-1], "host": net.core_host[k],
-                           "util_pct": 100 * core_cycles.get(k, 0.0) / c}
-                          for k, c in net.core_clock.items()])
+    contexts = _frame(("context", "host", "util_pct", "hypervisor", "cycles_per_s"),
+                      [(c, net.ctx_host[c], 100 * v / net.core_clock[net.ctx_core[c]], c in hv, v)
+                       for c, v in sorted(ctx_cycles.items())])
+    terms.sort(key=lambda r: (r[0], r[1]))   # (cheaper than pandas' sort here)
+    cost_terms = _frame(("context", "term", "cycles_per_s"), terms, keep_columns=True)
+    cores = _frame(("core", "host", "util_pct"),
+                   [(k.split(":")[-1], net.core_host[k], 100 * core_cycles.get(k, 0.0) / c)
+                    for k, c in net.core_clock.items()])
     tables = {"contexts": contexts, "cost_terms": cost_terms, "cores": cores,
-              "links": pd.DataFrame(links), "pcie": pd.DataFrame(pcie)}
+              "links": _frame(("link", "gbps", "util_pct"), links),
+              "pcie": _frame(("channel", "gbps", "util_pct"), pcie)}
     return tables, host_cycles, host_capacity
+
+
+def _frame(columns: tuple, rows: list, keep_columns: bool = False) -> pd.DataFrame:
+    """A table from row tuples, built column by column (pandas builds that faster than from
+    a list of dicts); no rows: no columns either, unless ``keep_columns``."""
+    if not rows and not keep_columns:
+        return pd.DataFrame([])
+    return pd.DataFrame({c: [r[j] for r in rows] for j, c in enumerate(columns)},
+                        columns=list(columns))
 
 
 def _hypervisor(net, load_tables: dict, host_capacity: float, gbps: float) -> dict:
@@ -1245,13 +1252,12 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
         if c.startswith("window") and cap[c] >= units.mbps_to_bytes_per_s(
                 net.cfg.workload.rate_limit_mbps) > 0:
             c = c.replace("window", "offered")     # the pacing, not the window, binds
-        rows.append({"flow": fl.path.flow, "vm": fl.path.vm, "kind": _kind(c),
-                     "constraint": c, "util_pct": float(100 * fill.loads[fill.binding[i]]
-                                                        / cap[fill.binding[i]])})
-    bottleneck = pd.DataFrame(rows)
+        rows.append((fl.path.flow, fl.path.vm, _kind(c), c,
+                     float(100 * fill.loads[fill.binding[i]] / cap[fill.binding[i]])))
+    bottleneck = _frame(("flow", "vm", "kind", "constraint", "util_pct"), rows)
     by_kind: dict[str, float] = {}   # goodput by the kind of constraint that binds it
     for row, g in zip(rows, rates):
-        by_kind[row["kind"]] = by_kind.get(row["kind"], 0.0) + float(g)
+        by_kind[row[2]] = by_kind.get(row[2], 0.0) + float(g)
     # the kind binding the most goodput (ties: the first in name order, as pandas' idxmax)
     regime = REGIMES[max(sorted(by_kind), key=by_kind.get)] if by_kind else "idle"
     Q = st.quantities
