@@ -538,8 +538,9 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    ek, ef, eq, ec, es, eh, ep = [], [], [], [], [], [], []
-    ev, eu = [], []   # a host NIC queue handler's polled entry; the handler upstream of one
+    # (key, flow, quantity, coefficient, section, halt, poll, vector, up): ``vector`` a host
+    # NIC queue handler's polled entry, ``up`` the handler upstream of one
+    rows: list[tuple] = []
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
@@ -547,9 +548,8 @@ def _compile(net: _Net) -> None:
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
-            ek.append(keys.setdefault(key, len(keys)))
-            ef.append(i), eq.append(q), ec.append(coef), es.append(section), eh.append(halt)
-            ep.append(poll), ev.append(vector), eu.append(up)
+            rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
+                         vector, up))
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -641,6 +641,7 @@ def _compile(net: _Net) -> None:
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
+    ek, ef, eq, ec, es, eh, ep, ev, eu = zip(*rows) if rows else ((),) * 9
     net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
     net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
     net.e_halt = np.array(eh, dtype=bool)
