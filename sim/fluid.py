@@ -507,6 +507,8 @@ def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: boo
     per_pk = ctx.remote_penalty_cycles(1, 0)
     per_b = ctx.remote_penalty_cycles(0, 1)
     terms = {c.term for c in hop.charges}
+    if not per_pk and not per_b and costs.APP_RECV not in terms:
+        return []       # local: every entry below would be 0 (recv() reads another node's)
     data = section == "data"
     out = []
     if costs.DRIVER_RX in terms:                        # a NIC queue's receive handler
