@@ -288,10 +288,10 @@ class _Net:
     e_app: np.ndarray = None                        # the applications' send()/recv() calls
     tasks: list = field(default_factory=list)       # (context, flow, quantity): a task each
     cpu: object = None                              # _CpuView
-    crossings: np.ndarray = None
     queue_handler: np.ndarray = None                # per queue: its handler's context (-1)
     e_per_irq: np.ndarray = None                    # entries paid per interrupt, pass, train
     e_recv_app: np.ndarray = None                   # the receiver's recv() calls (data)
+    pre: dict = field(default_factory=dict)         # per-evaluation indices (``_precompute``)
 
 
 def _core_key(core, who: str) -> str:
@@ -508,6 +508,8 @@ def _numa_entries(net: _Net, fl: _Flow, hop, section: str, side: str, vm_rx: boo
     per_pk = ctx.remote_penalty_cycles(1, 0)
     per_b = ctx.remote_penalty_cycles(0, 1)
     terms = {c.term for c in hop.charges}
+    if not per_pk and not per_b and costs.APP_RECV not in terms:
+        return []       # local: every entry below would be 0 (recv() reads another node's)
     data = section == "data"
     out = []
     if costs.DRIVER_RX in terms:                        # a NIC queue's receive handler
@@ -539,8 +541,9 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    ek, ef, eq, ec, es, eh, ep = [], [], [], [], [], [], []
-    ev, eu = [], []   # a host NIC queue handler's polled entry; the handler upstream of one
+    # (key, flow, quantity, coefficient, section, halt, poll, vector, up): ``vector`` a host
+    # NIC queue handler's polled entry, ``up`` the handler upstream of one
+    rows: list[tuple] = []
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
@@ -548,9 +551,8 @@ def _compile(net: _Net) -> None:
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
-            ek.append(keys.setdefault(key, len(keys)))
-            ef.append(i), eq.append(q), ec.append(coef), es.append(section), eh.append(halt)
-            ep.append(poll), ev.append(vector), eu.append(up)
+            rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
+                         vector, up))
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -642,26 +644,20 @@ def _compile(net: _Net) -> None:
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
+    ek, ef, eq, ec, es, eh, ep, ev, eu = zip(*rows) if rows else ((),) * 9
     net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
     net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
     net.e_halt = np.array(eh, dtype=bool)
     net.e_poll = np.array(ep, dtype=bool)
-    net.e_background = np.array([net.keys[k][1] == costs.APP_SEND for k in net.e_key],
-                                dtype=bool)
-    net.e_app = np.array([net.keys[k][1] in (costs.APP_SEND, costs.APP_RECV)
-                          for k in net.e_key], dtype=bool)
+    key_term = np.array([k[1] for k in net.keys], dtype=object)
+    net.e_background = (key_term == costs.APP_SEND)[net.e_key] if len(net.e_key) else \
+        np.zeros(0, dtype=bool)
+    net.e_app = ((key_term == costs.APP_SEND) | (key_term == costs.APP_RECV))[net.e_key] \
+        if len(net.e_key) else np.zeros(0, dtype=bool)
     net.cpu = _cpu_view(net, net.tasks)
     net.e_vector = np.array(ev, dtype=bool)
     net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in eu], dtype=int)
     n = len(net.flows)
-    # flows x contexts: how many of a flow's paths (data, ACKs) cross each context
-    net.crossings = np.zeros((n, len(net.cpu.ctx_core)))
-    for i, fl in enumerate(net.flows):
-        for section in ("data", "acks"):
-            for c in {h.name for h in getattr(fl.path, section) if h.kind == CONTEXT}:
-                k = net.cpu.ctx_index.get(c)
-                if k is not None:
-                    net.crossings[i, k] += 1
     net.per_g = np.zeros((n, NQ))
     for i, fl in enumerate(net.flows):
         for q, v in fl.per_g.items():
@@ -691,6 +687,56 @@ def _compile(net: _Net) -> None:
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
+    _precompute(net)
+
+
+def _precompute(net: _Net) -> None:
+    """What every evaluation of the demands reads and that does not depend on the rates: the
+    entry subsets (as indices) the polling, wake-up and handler rules sum over, each flow's
+    fixed round-trip delays, each key's clock (``net.pre``). Speed only: the sums run over the
+    same entries in the same order as the masks they replace."""
+    cpu, pre = net.cpu, net.pre
+    e_ctx = cpu.e_ctx
+    pre["vector"] = _polling_index(e_ctx, net.e_poll & net.e_vector, cpu.ctx_core,
+                                   net.e_halt | net.e_poll)
+    pre["vcpu"] = _polling_index(e_ctx, net.e_poll & ~net.e_vector, cpu.ctx_core, net.e_halt)
+    pre["down"] = np.flatnonzero(net.e_up >= 0)
+    pre["halt"] = _halt_index(e_ctx, net.e_halt, cpu.ctx_core,
+                              net.e_app if HALT_APP_RECV else net.e_background)
+    filler = net.e_halt | net.e_poll
+    pre["filler"] = (np.flatnonzero(filler), net.e_key[filler])
+    pre["busy"] = HANDLER_BUSY and bool((net.queue_handler >= 0).any())
+    if pre["busy"]:   # ``_handler_busy``: each flow's own entries at its queues' handlers
+        own = (e_ctx >= 0) & ~net.e_halt
+        hd, ha = net.queue_handler[net.dq], net.queue_handler[net.aq]
+        at_d = own & (e_ctx == hd[net.e_flow])
+        at_a = own & (e_ctx == ha[net.e_flow])
+        irq_e, rest_e = own & net.e_per_irq, own & ~net.e_per_irq
+        pre["handler"] = (np.flatnonzero(irq_e), e_ctx[irq_e], np.flatnonzero(rest_e),
+                          e_ctx[rest_e], np.flatnonzero(own), e_ctx[own],
+                          np.flatnonzero(at_d), net.e_flow[at_d], np.flatnonzero(at_a),
+                          net.e_flow[at_a])
+    # the round trip's fixed delays per flow (``_rtt0``): propagation, one burst and one ACK
+    # serialised on every link, in the order ``_rtt0`` adds them
+    co = net.coalescing
+    fixed, no_data_timer = np.zeros(len(net.flows)), np.zeros(len(net.flows), dtype=bool)
+    for i, fl in enumerate(net.flows):
+        frames = math.ceil(fl.chunk / fl.mss)
+        fixed[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
+                    + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
+                    + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
+        no_data_timer[i] = frames >= co.max_frames
+    pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
+    pre["key_clock"] = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core
+                                 else 1.0 for k in net.keys])
+    chunk = np.array([fl.chunk for fl in net.flows])
+    seg = np.array([fl.seg for fl in net.flows])
+    window = np.array([fl.window for fl in net.flows], dtype=float)
+    bytes_q = np.isin(net.e_q, (G, *_LINEAR))
+    pre["burst_scale"] = np.where((net.e_section == 0) & bytes_q, (chunk / seg)[net.e_flow],
+                                  1.0)
+    pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
+    pre["others"] = 1 - chunk / window
 
 
 # -- demands at given rates -------------------------------------------------------------------
@@ -704,10 +750,13 @@ def _polled_rings(model: Model) -> set:
 
 
 def _interrupts(bursts: np.ndarray, frames: np.ndarray, bytes_per_s: np.ndarray,
-                co, polled: np.ndarray | None = None) -> np.ndarray:
+                co, polled: np.ndarray | None = None,
+                timer_us: np.ndarray | None = None) -> np.ndarray:
     """Interrupts/s of receive queues: one per arriving burst, at most one per timer unless
-    the frame threshold fires first; a polled queue (``_polled_rings``): one per burst."""
-    timer_us = _timers_us(bytes_per_s, co)
+    the frame threshold fires first; a polled queue (``_polled_rings``): one per burst.
+    ``timer_us``: the queues' timers (``_timers_us`` of ``bytes_per_s``) if known."""
+    if timer_us is None:
+        timer_us = _timers_us(bytes_per_s, co)
     with np.errstate(divide="ignore"):
         per_timer = np.where(timer_us > 0, 1e6 / np.maximum(timer_us, 1e-300), np.inf)
     irq = np.minimum(bursts, np.maximum(frames / co.max_frames, per_timer))
@@ -769,19 +818,18 @@ def _handler_busy(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
     interrupts/s for 61K trains/s). The saturated limit is ``_polling``'s."""
     n = len(net.flows)
     kd, ka = np.ones(n), np.ones(n)
-    if not HANDLER_BUSY or not (net.queue_handler >= 0).any():
+    if not HANDLER_BUSY or not net.pre.get("busy"):
         return kd, ka
     cpu = net.cpu
     nc = len(cpu.ctx_core)
     clock = cpu.core_clock[cpu.ctx_core]
     entry = st.entry_raw
-    own = (cpu.e_ctx >= 0) & ~net.e_halt
-    irq_e = own & net.e_per_irq
-    per_irq = np.bincount(cpu.e_ctx[irq_e], entry[irq_e], nc)
-    rest = np.bincount(cpu.e_ctx[own & ~net.e_per_irq], entry[own & ~net.e_per_irq], nc)
+    irq_i, irq_c, rest_i, rest_c, own_i, own_c, d_i, d_f, a_i, a_f = net.pre["handler"]
+    per_irq = np.bincount(irq_c, entry[irq_i], nc)
+    rest = np.bincount(rest_c, entry[rest_i], nc)
     total = per_irq + rest
-    flow_load = np.bincount(net.e_flow[own] * nc + cpu.e_ctx[own], entry[own],
-                            n * nc).reshape(n, nc)
+    # each flow's own work at its data and its ACK queue's handler
+    at_h = np.concatenate([np.bincount(d_f, entry[d_i], n), np.bincount(a_f, entry[a_i], n)])
     hd, ha = net.queue_handler[net.dq], net.queue_handler[net.aq]
     Q = st.quantities
     a = np.concatenate([Q[:, IR], Q[:, IA]])              # I0 per flow and section
@@ -789,8 +837,8 @@ def _handler_busy(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
     on = h >= 0
     hh = np.where(on, h, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(on & (total[hh] > 0), flow_load[np.tile(np.arange(n), 2), hh]
-                         / np.where(total[hh] > 0, total[hh], 1), 1.0)
+        share = np.where(on & (total[hh] > 0), at_h / np.where(total[hh] > 0, total[hh], 1),
+                         1.0)
         irq_h = np.bincount(hh[on], a[on], nc)
         c = np.where(irq_h > 0, per_irq / clock / np.where(irq_h > 0, irq_h, 1), 0.0)
     p = np.clip(rest / clock, 0.0, 1.0)
@@ -807,7 +855,7 @@ def _handler_busy(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
 UPDATES_IN_ROUND = True
 
 
-def _updates_in_round(net: _Net, Q: np.ndarray, bytes_all: np.ndarray) -> np.ndarray:
+def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndarray:
     """Per flow, the window updates/s that reach its ACK queue inside the coalescing round
     their data ACK train armed, and so take no interrupt (nor handler pass) of their own.
 
@@ -834,31 +882,42 @@ def _updates_in_round(net: _Net, Q: np.ndarray, bytes_all: np.ndarray) -> np.nda
         lag_s = np.where(reads > 0, cyc / np.where(reads > 0, reads, 1), np.inf)
         acks = np.where(data_trains > 0, Q[:, A_DATA] / np.where(data_trains > 0, data_trains,
                                                                    1), 0.0)
-    timer_s = units.us_to_s(_timers_us(bytes_all, net.coalescing, net.q_polled))[net.aq]
+    timer_s = units.us_to_s(timer_us)[net.aq]
     inside = (lag_s < timer_s) & (acks < net.coalescing.max_frames) & (data_trains > 0)
     return np.where(inside, np.minimum(reads, data_trains), 0.0)
 
 
 def demands(net: _Net, rates) -> State:
-    st = _demands(net, rates)
-    if HANDLER_BUSY and (net.queue_handler >= 0).any():
-        st = _demands(net, rates, _handler_busy(net, st))
-    return st
+    if net.pre["busy"]:
+        st = _demands(net, rates, raw_only=True)
+        return _demands(net, rates, _handler_busy(net, st), prev=st)
+    return _demands(net, rates)
 
 
-def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
+def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = None,
+             raw_only: bool = False) -> State:
     """The demands at ``rates``; ``busy``: per flow, the shares of its data and ACK interrupts
-    a busy handler leaves (``_handler_busy``; None: all)."""
+    a busy handler leaves (``_handler_busy``; None: all). ``prev``: the state at the same rates
+    without ``busy``, whose quantities other than the interrupts are reused (they do not
+    depend on it); ``raw_only``: stop at the entries before polling and wake-ups (what
+    ``_handler_busy`` reads). Each queue's timer is computed once per evaluation."""
     co = net.coalescing
     g = np.asarray(rates, dtype=float)
+    kd, ka = (1.0, 1.0) if busy is None else busy
+    if prev is not None:
+        Q = prev.quantities.copy()
+        Q[:, IRQ_D] = Q[:, IR] * kd
+        Q[:, IRQ_A] = Q[:, IA] * ka
+        nq = len(net.queues)
+        irq = np.bincount(net.dq, Q[:, IRQ_D], nq) + np.bincount(net.aq, Q[:, IRQ_A], nq)
+        return _entries(net, g, Q, irq, prev.queue_timer_s, raw_only)
     Q = net.per_g * g[:, None]
     Q[:, G] = g
     nq = len(net.queues)
-    kd, ka = (1.0, 1.0) if busy is None else busy
     bursts = np.bincount(net.dq, Q[:, B], nq)
     frames = np.bincount(net.dq, Q[:, D], nq)
     nbytes = np.bincount(net.dq, g, nq)
-    irq_data = _interrupts(bursts, frames, nbytes, co, net.q_polled)
+    irq_data = _interrupts(bursts, frames, nbytes, co, net.q_polled, _timers_us(nbytes, co))
     Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     Q[:, IRQ_D] = Q[:, IR] * kd
     # One read task per receiving pass (at most one per stack packet), each opening the window
@@ -868,10 +927,12 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS]
     frames_all = frames + np.bincount(net.aq, Q[:, A], nq)
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
+    timer_us = _timers_us(bytes_all, co)
     # the ACK trains that arm a round of their own at the ACK queue (``_updates_in_round``)
-    trains = Q[:, T] - _updates_in_round(net, Q, bytes_all) if UPDATES_IN_ROUND else Q[:, T]
+    trains = Q[:, T] - _updates_in_round(net, Q, np.where(net.q_polled, 0.0, timer_us)) \
+        if UPDATES_IN_ROUND else Q[:, T]
     bursts_all = bursts + np.bincount(net.aq, trains, nq)
-    irq = _interrupts(bursts_all, frames_all, bytes_all, co, net.q_polled)
+    irq = _interrupts(bursts_all, frames_all, bytes_all, co, net.q_polled, timer_us)
     Q[:, IA] = _share(irq[net.aq], trains, bursts_all[net.aq])
     Q[:, IRQ_A] = Q[:, IA] * ka
     if busy is not None:   # what the queues take once their handlers' busy passes hold back
@@ -880,9 +941,20 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     # its data ACK train and rides that pass (DES, e35_tx_single_vm on 1GbE with 128KB windows:
     # 2110 virtual interrupts/s for 3600 NIC interrupts at 2700 segments/s).
     Q[:, VIA] = np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
+    timer_s = units.us_to_s(np.where(net.q_polled, 0.0, timer_us)) if ADAPTIVE_RTT_TIMER \
+        else None
+    return _entries(net, g, Q, irq, timer_s, raw_only)
+
+
+def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, raw_only: bool
+             ) -> State:
+    """The entries' cycles and bytes per second at the quantities ``Q``: polling receivers,
+    wake-ups of halted vCPUs, world switches (``_demands``)."""
     entry = net.e_coef * Q[net.e_flow, net.e_q]
+    if raw_only:
+        return State(g, Q, None, None, irq, queue_timer_s=timer_s, entry_raw=entry)
     raw = entry.copy()
-    cpu = net.cpu
+    cpu, pre = net.cpu, net.pre
     tasks = np.bincount(cpu.t_ctx, Q[cpu.t_flow, cpu.t_q], len(cpu.ctx_core))
     ws = _world_switches(tasks, cpu.ctx_core, cpu.switch_cycles, cpu.shared)
     # A vCPU that drives its NIC polls it while busy (NAPI): its per-interrupt work fills what
@@ -890,18 +962,14 @@ def _demands(net: _Net, rates, busy: tuple | None = None) -> State:
     # A host NIC queue's handler polls its ring while busy: fewer passes (``_polling``; DES,
     # v6_vnic_rx_55: 30 interrupts/s at 100%), and the virtual interrupts of the vCPUs it
     # delivers to follow its passes.
-    vec = net.e_poll & net.e_vector
-    f = _polling(entry, cpu.e_ctx, vec, cpu.ctx_core, cpu.core_clock, net.e_halt | net.e_poll)
-    down = net.e_up >= 0
+    f = _polling(entry, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock, index=pre["vector"])
+    down = pre["down"]
     entry[down] *= f[net.e_up[down]]
-    _polling(entry, cpu.e_ctx, net.e_poll & ~net.e_vector, cpu.ctx_core, cpu.core_clock,
-             net.e_halt)
+    _polling(entry, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock, index=pre["vcpu"])
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
-                  cpu.core_clock, ws, net.e_app if HALT_APP_RECV else net.e_background)
+                  cpu.core_clock, ws, index=pre["halt"])
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
-    timer_s = units.us_to_s(_timers_us(bytes_all, co, net.q_polled)) if ADAPTIVE_RTT_TIMER \
-        else None
     return State(g, Q, entry, key_load, irq, tasks=tasks, queue_timer_s=timer_s, entry_raw=raw)
 
 
@@ -918,27 +986,19 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     qt = st.queue_timer_s if st.queue_timer_s is not None else \
         np.where(net.q_polled, 0.0, timer)
     n = len(net.flows)
-    t = np.zeros(n)
-    for i, fl in enumerate(net.flows):
-        frames = math.ceil(fl.chunk / fl.mss)
-        # each link stores and forwards a whole burst (teaming: the wire, then the switch)
-        t[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
-                + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
-                + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links)
-                + (0.0 if frames >= co.max_frames else qt[net.dq[i]]) + qt[net.aq[i]])
+    pre = net.pre
+    # each link stores and forwards a whole burst (teaming: the wire, then the switch): the
+    # fixed delays (``_precompute``), then the coalescing timers
+    t = pre["rtt_fixed"] + np.where(pre["no_data_timer"], 0.0, qt[net.dq]) + qt[net.aq]
     if not with_service:
         return t
     ctx = net.e_section >= 0
-    clock = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core else 1.0
-                      for k in net.keys])
+    clock = pre["key_clock"]
     per = np.where(net.e_section == 0, st.quantities[net.e_flow, S],
                    st.quantities[net.e_flow, T])
     # a data entry that grows with the bytes is paid for the whole burst
-    scale = np.array([fl.chunk / fl.seg for fl in net.flows])[net.e_flow]
-    bytes_q = np.isin(net.e_q, (G, *_LINEAR))
-    scale = np.where((net.e_section == 0) & bytes_q, scale, 1.0)
-    refill = np.array([fl.refill for fl in net.flows])[net.e_flow]
-    loop = ctx & (per > 0) & (refill | ~net.e_background)
+    scale = pre["burst_scale"]
+    loop = ctx & (per > 0) & (pre["refill"] | ~net.e_background)
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(ctx & (per > 0), st.entry * scale / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
@@ -991,12 +1051,11 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     nc = len(net.cpu.core_clock)
     n = len(net.flows)
     at_core = np.bincount(g_core, res, nc)           # every class at a core
-    own = np.zeros((n, nc))                          # ... of them, the flow's own loop's
-    np.add.at(own, (g_flow[g_loop], g_core[g_loop]), res[g_loop])
-    visits = np.zeros((n, nc))
-    np.add.at(visits, (g_flow[g_loop], g_core[g_loop]), 1.0)
+    cell = g_flow[g_loop] * nc + g_core[g_loop]      # (flow, core) of each loop class
+    own = np.bincount(cell, res[g_loop], n * nc).reshape(n, nc)   # the flow's own loop's
+    visits = np.bincount(cell, None, n * nc).reshape(n, nc).astype(float)
     # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
-    others = np.array([1 - fl.chunk / fl.window for fl in net.flows])
+    others = net.pre["others"]
     return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
 
 
@@ -1105,12 +1164,12 @@ def _solve_net(net: _Net, iterations: int = 8):
     m = aux["m"]
 
     # wake-ups (``_halt_wakeups``) and a polling receiver's per-interrupt work (``_polling``)
-    # fill idle time only: not a constraint
-    filler = net.e_halt | net.e_poll
+    # fill idle time only: not a constraint (``_precompute``: net.e_halt | net.e_poll)
+    f_i, f_key = net.pre["filler"]
 
     def loads(rates):
         st = demands(net, rates)
-        kl = st.key_load - np.bincount(net.e_key[filler], st.entry[filler], len(net.keys))
+        kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
         return np.concatenate([np.bincount(prob.rows, kl, m), rates])
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
@@ -1179,36 +1238,43 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     for k, key in enumerate(net.keys):
         v = float(key_load[k])
         if key[0] == "link":
-            links.append({"link": key[1], "gbps": units.bytes_per_s_to_gbps(v),
-                          "util_pct": 100 * v / net.link_rate[key[1]]})
+            links.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.link_rate[key[1]]))
         elif key[0] == "pcie":
-            pcie.append({"channel": key[1], "gbps": units.bytes_per_s_to_gbps(v),
-                         "util_pct": 100 * v / net.pcie_rate[key[1]]})
+            pcie.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.pcie_rate[key[1]]))
         else:
-            terms.append({"context": key[0], "term": key[1], "cycles_per_s": v})
+            terms.append((key[0], key[1], v))
             ctx_cycles[key[0]] = ctx_cycles.get(key[0], 0.0) + v
             core = net.ctx_core[key[0]]
             core_cycles[core] = core_cycles.get(core, 0.0) + v
     ctx_obj = getattr(net, "ctx_obj", None) or _contexts_by_name(net.model)
     for c, spun in _poll_spin(ctx_obj, net.ctx_core, net.core_clock, ctx_cycles).items():
-        terms.append({"context": c, "term": costs.POLL_IDLE, "cycles_per_s": spun})
+        terms.append((c, costs.POLL_IDLE, spun))
         ctx_cycles[c] = ctx_cycles.get(c, 0.0) + spun
         core_cycles[net.ctx_core[c]] = net.core_clock[net.ctx_core[c]]
     host_cycles = sum(v for k, v in core_cycles.items() if net.core_host[k])
     host_capacity = sum(c for k, c in net.core_clock.items() if net.core_host[k])
     hv = metrics.hypervisor_contexts(net.model)
-    contexts = pd.DataFrame([{"context": c, "host": net.ctx_host[c],
-                              "util_pct": 100 * v / net.core_clock[net.ctx_core[c]],
-                              "hypervisor": c in hv, "cycles_per_s": v}
-                             for c, v in sorted(ctx_cycles.items())])
-    terms.sort(key=lambda r: (r["context"], r["term"]))   # (cheaper than pandas' sort here)
-    cost_terms = pd.DataFrame(terms, columns=["context", "term", "cycles_per_s"])
-    cores = pd.DataFrame([{"core": k.split(":")[-1], "host": net.core_host[k],
-                           "util_pct": 100 * core_cycles.get(k, 0.0) / c}
-                          for k, c in net.core_clock.items()])
+    contexts = _frame(("context", "host", "util_pct", "hypervisor", "cycles_per_s"),
+                      [(c, net.ctx_host[c], 100 * v / net.core_clock[net.ctx_core[c]], c in hv, v)
+                       for c, v in sorted(ctx_cycles.items())])
+    terms.sort(key=lambda r: (r[0], r[1]))   # (cheaper than pandas' sort here)
+    cost_terms = _frame(("context", "term", "cycles_per_s"), terms, keep_columns=True)
+    cores = _frame(("core", "host", "util_pct"),
+                   [(k.split(":")[-1], net.core_host[k], 100 * core_cycles.get(k, 0.0) / c)
+                    for k, c in net.core_clock.items()])
     tables = {"contexts": contexts, "cost_terms": cost_terms, "cores": cores,
-              "links": pd.DataFrame(links), "pcie": pd.DataFrame(pcie)}
+              "links": _frame(("link", "gbps", "util_pct"), links),
+              "pcie": _frame(("channel", "gbps", "util_pct"), pcie)}
     return tables, host_cycles, host_capacity
+
+
+def _frame(columns: tuple, rows: list, keep_columns: bool = False) -> pd.DataFrame:
+    """A table from row tuples, built column by column (pandas builds that faster than from
+    a list of dicts); no rows: no columns either, unless ``keep_columns``."""
+    if not rows and not keep_columns:
+        return pd.DataFrame([])
+    return pd.DataFrame({c: [r[j] for r in rows] for j, c in enumerate(columns)},
+                        columns=list(columns))
 
 
 def _hypervisor(net, load_tables: dict, host_capacity: float, gbps: float) -> dict:
@@ -1232,13 +1298,12 @@ def _report(net: _Net, fill: Filling, st: State, aux: dict) -> tuple[dict, dict]
         if c.startswith("window") and cap[c] >= units.mbps_to_bytes_per_s(
                 net.cfg.workload.rate_limit_mbps) > 0:
             c = c.replace("window", "offered")     # the pacing, not the window, binds
-        rows.append({"flow": fl.path.flow, "vm": fl.path.vm, "kind": _kind(c),
-                     "constraint": c, "util_pct": float(100 * fill.loads[fill.binding[i]]
-                                                        / cap[fill.binding[i]])})
-    bottleneck = pd.DataFrame(rows)
+        rows.append((fl.path.flow, fl.path.vm, _kind(c), c,
+                     float(100 * fill.loads[fill.binding[i]] / cap[fill.binding[i]])))
+    bottleneck = _frame(("flow", "vm", "kind", "constraint", "util_pct"), rows)
     by_kind: dict[str, float] = {}   # goodput by the kind of constraint that binds it
     for row, g in zip(rows, rates):
-        by_kind[row["kind"]] = by_kind.get(row["kind"], 0.0) + float(g)
+        by_kind[row[2]] = by_kind.get(row[2], 0.0) + float(g)
     # the kind binding the most goodput (ties: the first in name order, as pandas' idxmax)
     regime = REGIMES[max(sorted(by_kind), key=by_kind.get)] if by_kind else "idle"
     Q = st.quantities
@@ -1569,7 +1634,8 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
                   clock: np.ndarray, ctx_core: np.ndarray | None = None,
                   core_clock: np.ndarray | None = None,
                   extra: np.ndarray | None = None,
-                  background: np.ndarray | None = None) -> np.ndarray:
+                  background: np.ndarray | None = None,
+                  index: tuple | None = None) -> np.ndarray:
     """Scale the halt/wake-up entries (priced per virtual interrupt that finds the vCPU
     halted) in place by the share of virtual interrupts that find it halted.
 
@@ -1589,60 +1655,88 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
     u_bg, (1 - b) / w)`` of their full rate (none once the other work alone fills the vCPU). Monotone in the rates (``u =
     min(b + w, 1)`` for ``b <= 1``): the loads stay fit for progressive filling. On a shared
     core the same rule at the core's level: wake-ups take at most the time the core's other
-    work leaves (they never make a core infeasible; mc_split_30k's cores at 92% in the DES)."""
-    if not halt.any():
+    work leaves (they never make a core infeasible; mc_split_30k's cores at 92% in the DES).
+    ``index``: ``_halt_index`` of the same arguments, computed once."""
+    if index is None:
+        if not halt.any():
+            return entry
+        index = _halt_index(e_ctx, halt, ctx_core, background)
+    h_i, h_ctx, w_i, w_ctx, bg_i, bg_ctx, h_core, w_core = index
+    if not len(h_i):
         return entry
     n = len(clock)
-    work = ~halt & (e_ctx >= 0)
     extra = np.zeros(n) if extra is None else extra   # cycles/s not in entries (switches)
-    b = (np.bincount(e_ctx[work], entry[work], n) + extra) / clock
-    w = np.bincount(e_ctx[halt], entry[halt], n) / clock
+    b = (np.bincount(w_ctx, entry[w_i], n) + extra) / clock
+    w = np.bincount(h_ctx, entry[h_i], n) / clock
     # Work that does not wait for the interrupts (the sender's send() calls, issued whenever
     # the send buffer has room) is found running at a random instant: PASTA for that part.
-    u_bg = (np.bincount(e_ctx[background], entry[background], n) / clock
-            if background is not None and background.any() else np.zeros(n))
+    u_bg = np.bincount(bg_ctx, entry[bg_i], n) / clock if len(bg_i) else np.zeros(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(w > 0, np.clip(np.minimum(1 - u_bg, (1 - b) / np.where(w > 0, w, 1)),
                                     0, 1), 0.0)
-    entry[halt] *= f[e_ctx[halt]]
+    entry[h_i] *= f[h_ctx]
     if ctx_core is not None:   # and at most what the core's other contexts leave idle
         nc = len(core_clock)
-        ce = ctx_core[e_ctx]
-        other = np.bincount(ce[work], entry[work], nc) + np.bincount(ctx_core, extra, nc)
-        full = np.bincount(ce[halt], entry[halt], nc)
+        other = np.bincount(w_core, entry[w_i], nc) + np.bincount(ctx_core, extra, nc)
+        full = np.bincount(h_core, entry[h_i], nc)
         with np.errstate(divide="ignore", invalid="ignore"):
             fc = np.where(full > 0, np.clip((core_clock - other) / np.where(full > 0, full, 1),
                                             0, 1), 1.0)
-        entry[halt] *= fc[ce[halt]]
+        entry[h_i] *= fc[h_core]
     return entry
 
 
-def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray, ctx_core: np.ndarray,
-             core_clock: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
+def _halt_index(e_ctx: np.ndarray, halt: np.ndarray, ctx_core: np.ndarray | None,
+                background: np.ndarray | None = None) -> tuple:
+    """The entries ``_halt_wakeups`` sums, as indices with their contexts and cores: the
+    wake-ups, the other work of contexts, the work that does not wait for interrupts."""
+    work = ~halt & (e_ctx >= 0)
+    bg = background if background is not None else np.zeros(len(e_ctx), dtype=bool)
+    ce = ctx_core[e_ctx] if ctx_core is not None else e_ctx
+    return (np.flatnonzero(halt), e_ctx[halt], np.flatnonzero(work), e_ctx[work],
+            np.flatnonzero(bg), e_ctx[bg], ce[halt], ce[work])
+
+
+def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray | None,
+             ctx_core: np.ndarray, core_clock: np.ndarray, exclude: np.ndarray | None = None,
+             index: tuple | None = None) -> np.ndarray:
     """Per context, the share of its per-pass work left when a busy handler polls (in place
     on the ``poll`` entries; returns the factor per context). A receive handler whose ring
     fills while it works takes the next batch without a new interrupt, so its passes grow
     longer and fewer: per-pass cycles fill what the per-packet work leaves of its core,
     ``passes = min(1, (clock - other) / per_pass) x`` the one-pass-per-arrival rate, and the
     handler carries traffic until its per-packet work alone fills the core (DES,
-    mc_default_30k: the vector at 100% takes 19860 passes/s for 30000 datagrams/s, no loss)."""
+    mc_default_30k: the vector at 100% takes 19860 passes/s for 30000 datagrams/s, no loss).
+    ``index``: ``_polling_index`` of the same arguments, computed once (``poll`` unused)."""
     n = len(ctx_core)
-    f = np.ones(n)
-    if not poll.any():
-        return f
-    core_of_entry = ctx_core[e_ctx]
+    if index is None:
+        if not poll.any():
+            return np.ones(n)
+        index = _polling_index(e_ctx, poll, ctx_core, exclude)
+    p_i, p_core, p_ctx, w_i, w_core = index
+    if not len(p_i):
+        return np.ones(n)
     nc = len(core_clock)
-    # ``exclude``: entries that are no work of their own here (wake-ups, other polled work)
-    work = ~poll & (e_ctx >= 0) if exclude is None else ~poll & ~exclude & (e_ctx >= 0)
-    other = np.bincount(core_of_entry[work], entry[work], nc)
-    per_pass = np.bincount(core_of_entry[poll], entry[poll], nc)
+    other = np.bincount(w_core, entry[w_i], nc)
+    per_pass = np.bincount(p_core, entry[p_i], nc)
     with np.errstate(divide="ignore", invalid="ignore"):
         fc = np.where(per_pass > 0, np.clip((core_clock - other) / np.where(per_pass > 0,
                                                                              per_pass, 1), 0, 1),
                       1.0)
     f = fc[ctx_core]
-    entry[poll] *= f[e_ctx[poll]]
+    entry[p_i] *= f[p_ctx]
     return f
+
+
+def _polling_index(e_ctx: np.ndarray, poll: np.ndarray, ctx_core: np.ndarray,
+                   exclude: np.ndarray | None = None) -> tuple:
+    """The entries ``_polling`` sums: the polled ones (indices, cores, contexts) and the rest
+    of the work on their cores (indices, cores); ``exclude``: entries that are no work of
+    their own here (wake-ups, other polled work)."""
+    core_of_entry = ctx_core[e_ctx]
+    work = ~poll & (e_ctx >= 0) if exclude is None else ~poll & ~exclude & (e_ctx >= 0)
+    return (np.flatnonzero(poll), core_of_entry[poll], e_ctx[poll], np.flatnonzero(work),
+            core_of_entry[work])
 
 
 def _world_switches(tasks: np.ndarray, ctx_core: np.ndarray, switch_cycles: np.ndarray,

@@ -52,7 +52,8 @@ def hypervisor_summary(model: Model, ctx_cycles_per_s: dict[str, float],
     """``hypervisor_cpu_util_pct`` (the hypervisor's contexts' cycles over the host's
     capacity, as ``host_cpu_util_pct``) and ``hypervisor_cycles_per_bit`` from each context's
     cycles/s (both engines call this: the DES from busy time, the fluid engine from loads)."""
-    hv = sum(v for c, v in ctx_cycles_per_s.items() if c in hypervisor_contexts(model))
+    ours = hypervisor_contexts(model)
+    hv = sum(v for c, v in ctx_cycles_per_s.items() if c in ours)
     return {"hypervisor_cpu_util_pct": 100 * hv / capacity_cycles_per_s,
             "hypervisor_cycles_per_bit": hv / units.gbps_to_bits_per_s(goodput_gbps)
             if goodput_gbps > 0 else float("nan")}

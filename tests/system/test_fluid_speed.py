@@ -1,0 +1,103 @@
+"""The fluid engine's evaluation shortcuts (issue 8's solve time) give the same numbers as the
+direct forms they replace: the handler-busy pass reuses the first pass's quantities, each
+queue's timer is computed once per evaluation, the polling and wake-up rules sum precomputed
+entry subsets, and the handler's share of each flow's work is read without a flows x
+contexts table. Exact equality: the sums run over the same entries in the same order."""
+import numpy as np
+import pytest
+
+from sim import fluid
+from sim.compose import compose_checked
+
+CASES = [
+    ["experiment=e35_tx_single_vm"],                         # five flows, busy ACK handlers
+    ["experiment=dev_vmxnet_64_10g_stream"],                 # three flows on one vCPU
+    ["experiment=kvm_vhost_net_tx", "workload.sessions_per_vm=1"],   # adaptive coalescing
+]
+
+
+def _net_and_rates(overrides):
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    rates = np.linspace(0.6e9, 1.0e9, len(net.flows)) / 8     # bytes/s, distinct per flow
+    return net, rates
+
+
+@pytest.mark.parametrize("overrides", CASES, ids=lambda o: o[0].split("=")[1])
+def test_busy_pass_reusing_the_quantities_equals_a_full_recompute(overrides):
+    net, rates = _net_and_rates(overrides)
+    assert net.pre["busy"]
+    full = fluid._demands(net, rates)
+    direct = fluid._demands(net, rates, fluid._handler_busy(net, full))
+    reused = fluid.demands(net, rates)
+    for name in ("quantities", "entry", "key_load", "queue_interrupts", "queue_timer_s",
+                 "tasks"):
+        assert np.array_equal(getattr(reused, name), getattr(direct, name)), name
+
+
+def test_each_queue_timer_is_computed_once_per_evaluation(monkeypatch):
+    # two timer vectors per evaluation (the queues' data bytes, then data and ACK bytes), not
+    # three per pass (twice through the interrupts, once for the round trip) and two passes
+    net, rates = _net_and_rates(CASES[2])
+    assert net.coalescing.mode == "adaptive"
+    calls = []
+    timers = fluid._timers_us
+    monkeypatch.setattr(fluid, "_timers_us", lambda *a, **k: calls.append(1) or timers(*a, **k))
+    fluid.demands(net, rates)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("overrides", CASES[:2], ids=lambda o: o[0].split("=")[1])
+def test_precomputed_subsets_equal_the_masks(overrides):
+    net, rates = _net_and_rates(overrides)
+    cpu = net.cpu
+    raw = net.e_coef * fluid.demands(net, rates).quantities[net.e_flow, net.e_q]
+    for poll, exclude, key in ((net.e_poll & net.e_vector, net.e_halt | net.e_poll, "vector"),
+                               (net.e_poll & ~net.e_vector, net.e_halt, "vcpu")):
+        a, b = raw.copy(), raw.copy()
+        fa = fluid._polling(a, cpu.e_ctx, poll, cpu.ctx_core, cpu.core_clock, exclude)
+        fb = fluid._polling(b, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock,
+                            index=net.pre[key])
+        assert np.array_equal(fa, fb) and np.array_equal(a, b)
+    clock = cpu.core_clock[cpu.ctx_core]
+    extra = np.full(len(cpu.ctx_core), 1e7)
+    a, b = raw.copy(), raw.copy()
+    fluid._halt_wakeups(a, cpu.e_ctx, net.e_halt, clock, cpu.ctx_core, cpu.core_clock, extra,
+                        net.e_app)
+    fluid._halt_wakeups(b, cpu.e_ctx, net.e_halt, clock, cpu.ctx_core, cpu.core_clock, extra,
+                        index=net.pre["halt"])
+    assert net.e_halt.any() and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("overrides", CASES[:2], ids=lambda o: o[0].split("=")[1])
+def test_handler_share_equals_the_flows_by_contexts_table(overrides):
+    # the former form: every flow's load on every context, read at its queues' handlers
+    net, rates = _net_and_rates(overrides)
+    st = fluid._demands(net, rates, raw_only=True)
+    kd, ka = fluid._handler_busy(net, st)
+    cpu, n, nc = net.cpu, len(net.flows), len(net.cpu.ctx_core)
+    entry, own = st.entry_raw, (cpu.e_ctx >= 0) & ~net.e_halt
+    flow_load = np.bincount(net.e_flow[own] * nc + cpu.e_ctx[own], entry[own],
+                            n * nc).reshape(n, nc)
+    irq_e = own & net.e_per_irq
+    per_irq = np.bincount(cpu.e_ctx[irq_e], entry[irq_e], nc)
+    rest = np.bincount(cpu.e_ctx[own & ~net.e_per_irq], entry[own & ~net.e_per_irq], nc)
+    total = per_irq + rest
+    h = np.concatenate([net.queue_handler[net.dq], net.queue_handler[net.aq]])
+    on = h >= 0
+    hh = np.where(on, h, 0)
+    share = np.where(on & (total[hh] > 0), flow_load[np.tile(np.arange(n), 2), hh]
+                     / np.where(total[hh] > 0, total[hh], 1), 1.0)
+    assert on.any() and ((share > 0) & (share < 1)).any()
+    # the same shares give the same interrupts kept: recompute k from them
+    clock = cpu.core_clock[cpu.ctx_core]
+    a = np.concatenate([st.quantities[:, fluid.IR], st.quantities[:, fluid.IA]])
+    irq_h = np.bincount(hh[on], a[on], nc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(irq_h > 0, per_irq / clock / np.where(irq_h > 0, irq_h, 1), 0.0)
+    p = np.clip(rest / clock, 0.0, 1.0)
+    other = np.where(on, 1 - share, 0.0)
+    num = np.bincount(hh[on], (a * (1 - other * p[hh]))[on], nc)
+    den = 1 + c * np.bincount(hh[on], (a * other)[on], nc)
+    u = np.clip(p + c * num / den, 0.0, 1.0)
+    k = np.where(on, np.clip(1 - other * u[hh], 0.0, 1.0), 1.0)
+    assert np.array_equal(k[:n], kd) and np.array_equal(k[n:], ka)
