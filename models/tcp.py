@@ -55,6 +55,7 @@ ACK_RULES = ("frames", "rcv_mss")
 # (with its TCP header) may set, and the floor of any MSS.
 TCP_MIN_RCVMSS = 536
 TCP_MIN_MSS = 88
+TCP_MAX_QUICKACKS = 16
 
 
 def _call(callback: Callable[[], None]) -> None:
@@ -357,6 +358,13 @@ class TcpReceiver:
         self._rcv_wup = 0
         self._pingpong = False
         self._last_rcv_s = -math.inf
+        # Quick-ACK mode (icsk_ack.quick): immediate ACKs left, granted at the first data
+        # (tcp_incr_quickack), after data out of order, and one per step of the receive
+        # window's growth (tcp_grow_window: rcv_ssthresh from tcp_select_initial_window's
+        # 4 MSS, +2 MSS per segment of 128 bytes or more, up to the window).
+        self._quick = 0
+        self._rcv_ssthresh = min(4 * mss_bytes, self.max_window)
+        self._got_data = False
 
     @property
     def readable(self) -> int:
@@ -398,7 +406,9 @@ class TcpReceiver:
             self._wake_reader()
         else:
             self._store_ooo(start, end)
-            self._pingpong = False  # tcp_data_queue: tcp_enter_quickack_mode
+            if self.ack_rule == "rcv_mss":  # tcp_data_queue: tcp_enter_quickack_mode
+                self._pingpong = False
+                self._incr_quickack()
             self._ack(burst.frames, dup=True, echo=-1.0)
 
     # -- the ``rcv_mss`` rule (Linux 2.6.32, net/ipv4/tcp_input.c) --------------------------
@@ -407,24 +417,41 @@ class TcpReceiver:
         aggregate handed up without gso_size counts whole) goes through
         ``tcp_measure_rcv_mss``, then ``__tcp_ack_snd_check`` ACKs at once when more than
         ``rcv_mss`` bytes arrived since the last ACK (rcv_nxt - rcv_wup > rcv_mss); PSH plays
-        no part. Data that fill a hole are ACKed at once (the out-of-order queue was not
-        empty); the rest waits for the delayed-ACK timer or the reader (``read``)."""
+        no part; outside pingpong mode a quick ACK left (``_quick``) ACKs the segment at once.
+        Data that fill a hole are ACKed at once (the out-of-order queue was not empty); the
+        rest waits for the delayed-ACK timer or the reader (``read``)."""
         self._last_rcv_s = self.env.now
+        pingpong = self._pingpong or self.interactive
         n, ack_at, pos = 0, start, start
         for length in _segment_lengths(burst):
             pos += length
             self._measure_rcv_mss(length, burst.psh)
-            if pos - self._rcv_wup > self.rcv_mss:
+            if not self._got_data:
+                self._got_data = True
+                self._incr_quickack()
+            if length >= 128 and self._rcv_ssthresh < self.max_window:
+                self._rcv_ssthresh = min(self._rcv_ssthresh + 2 * self.mss, self.max_window)
+                self._quick |= 1
+            if pos - self._rcv_wup > self.rcv_mss or (self._quick and not pingpong):
                 n, ack_at = n + 1, pos
                 self._rcv_wup, self._pushed = pos, 0  # tcp_send_ack: rcv_wup, pending cleared
+                self._quick = max(0, self._quick - 1)  # tcp_dec_quickack_mode
         if had_hole:
             n, ack_at = max(n, 1), self.rcv_nxt
             self._pingpong = False  # the hole is filled: out of pingpong mode
         if n:
+            quick = self._quick
             self._ack(n, dup=False, echo=burst.sent_s, upto=ack_at)
+            self._quick = quick  # already counted down ACK by ACK
         self._unacked_frames = 1 if self.rcv_nxt > self._rcv_wup else 0
         if self._unacked_frames:
             self._arm_delack()
+
+    def _incr_quickack(self) -> None:
+        """2.6.32 ``tcp_incr_quickack``: rcv_wnd / (2 rcv_mss) quick ACKs (2 if none), at most
+        TCP_MAX_QUICKACKS (16)."""
+        quick = self.window() // (2 * self.rcv_mss) or 2
+        self._quick = max(self._quick, min(quick, TCP_MAX_QUICKACKS))
 
     def _measure_rcv_mss(self, length: int, psh: bool) -> None:
         """2.6.32 ``tcp_measure_rcv_mss`` for a segment of ``length`` payload bytes: a longer
@@ -497,6 +524,7 @@ class TcpReceiver:
         self._last_right_edge = ack + wnd
         self._max_right_edge = max(self._max_right_edge, self._last_right_edge)
         self._rcv_wup, self._pushed = ack, 0
+        self._quick = max(0, self._quick - n)  # tcp_event_ack_sent: tcp_dec_quickack_mode
         sack_edge = self._ooo_starts[0] if self._ooo_starts else 0
         return Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=ack,
                      window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
