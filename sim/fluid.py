@@ -650,10 +650,11 @@ def _compile(net: _Net) -> None:
     net.e_halt = np.array(eh, dtype=bool)
     net.e_poll = np.array(ep, dtype=bool)
     key_term = np.array([k[1] for k in net.keys], dtype=object)
-    net.e_background = (key_term == costs.APP_SEND)[net.e_key] if len(net.e_key) else \
-        np.zeros(0, dtype=bool)
-    net.e_app = ((key_term == costs.APP_SEND) | (key_term == costs.APP_RECV))[net.e_key] \
-        if len(net.e_key) else np.zeros(0, dtype=bool)
+    def _entries_of(*terms):   # per entry: is its key's term one of ``terms``
+        return np.isin(key_term, terms)[net.e_key] if len(net.e_key) else np.zeros(0, bool)
+    net.e_background = _entries_of(costs.APP_SEND)
+    net.e_app = _entries_of(costs.APP_SEND, costs.APP_RECV)
+    e_recv = _entries_of(costs.APP_RECV)
     net.cpu = _cpu_view(net, net.tasks)
     net.e_vector = np.array(ev, dtype=bool)
     net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in eu], dtype=int)
@@ -682,8 +683,7 @@ def _compile(net: _Net) -> None:
             if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
                 net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
-    net.e_recv_app = np.array([net.keys[k][1] == costs.APP_RECV for k in net.e_key],
-                              dtype=bool) & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
+    net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
