@@ -216,7 +216,7 @@ class HypervisorRx:
         if v is None:
             nic = self.nic
             v = self._mapped[key] = nic is not None and context is not None and any(
-                q.context is context and nic.guest_mapped(k, dst)
+                q.context is context and nic.guest_mapped(k, dst, self.vswitch.ports)
                 for k, q in enumerate(nic.rx_queues))
         return v
 

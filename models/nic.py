@@ -248,8 +248,11 @@ class NicPort:
     (``Link.transmit``), and frees the slot when the last bit has left."""
 
     def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats,
-                 rss_salt: int = 0, pcie: PcieLink | None = None):
+                 rss_salt: int = 0, pcie: PcieLink | None = None, rss_to_vnic: bool = False):
+        """``rss_to_vnic``: the RSS queues are the set a vNIC asked for (vSphere 6.0's vmxnet3
+        RSS, ``guest_mapped``), not a hash over every endpoint's flows in the host's memory."""
         self.env, self.name, self.params, self.pcie = env, name, params, pcie
+        self.rss_to_vnic = rss_to_vnic
         self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)
         desc = _descriptor_counter(params)
         self.tx_queues = [Ring(f"{name}.txq{k}.tx_ring", params.tx_ring_slots, stats,
@@ -484,12 +487,18 @@ class NicPort:
             seen[k] = seen.get(k, 0) + 1
         return {k for k, c in seen.items() if c > 1}
 
-    def guest_mapped(self, k: int, dst: int) -> bool:
-        """Whether RX queue ``k`` is the one VMDq's sorter dedicates to endpoint ``dst``:
-        NetQueue maps such a queue's buffers into that VM's memory ("Receive queues can be
-        assigned to each virtual NIC and mapped to guest memory to avoid a copy", 004), so the
-        NIC's DMA fills the guest's buffers and the vNIC backend copies nothing."""
+    def guest_mapped(self, k: int, dst: int, dsts=()) -> bool:
+        """Whether RX queue ``k`` is assigned to endpoint ``dst``'s vNIC, so that NetQueue maps
+        its buffers into that VM's memory ("Receive queues can be assigned to each virtual NIC
+        and mapped to guest memory to avoid a copy", 004): the NIC's DMA fills the guest's
+        buffers and the vNIC backend copies nothing. Such a queue is the one VMDq's sorter
+        dedicates to ``dst``, or, with ``rss_to_vnic``, one of the RSS queues ``dst``'s vNIC
+        requested (003: "the vNIC has to request more queues"; vSphere 6.0 lets "multiple
+        hardware queues ... push data to vNICs simultaneously") while no other endpoint of
+        ``dsts`` (the vNIC ports behind this port) shares them (``shared_queues``)."""
         n = len(self.rx_queues)
+        if self.params.rx_sort == "rss":
+            return self.rss_to_vnic and n > 1 and k not in self.shared_queues(dsts)
         return self.params.rx_sort == "vmdq" and n > 1 and k >= 1 and _vmdq_queue(dst, n) == k
 
     def rss_queue(self, flow: int) -> int:

@@ -253,7 +253,7 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
                  vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
                      vswitch.ports)),
                  vnic.backend_charges("rx", copy=not nic.guest_mapped(
-                     nic.rx_queue_index(probe), dst.endpoint)), numa,
+                     nic.rx_queue_index(probe), dst.endpoint, vswitch.ports)), numa,
                  note="; the guest's recv copy pays numa per byte when its vCPU is not on "
                       "this node (the data sit in its cache)"),
             _ring(rxq.ring)]
