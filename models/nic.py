@@ -249,8 +249,9 @@ class NicPort:
 
     def __init__(self, env: simpy.Environment, name: str, params: NicParams, stats: Stats,
                  rss_salt: int = 0, pcie: PcieLink | None = None, rss_to_vnic: bool = False):
-        """``rss_to_vnic``: the RSS queues are the set a vNIC asked for (vSphere 6.0's vmxnet3
-        RSS, ``guest_mapped``), not a hash over every endpoint's flows in the host's memory."""
+        """``rss_to_vnic``: the RSS queues are the set a vNIC asked for through NetQueue
+        (vSphere 6.0's vmxnet3 RSS, ``guest_mapped``), not a hash over every endpoint's flows
+        into the host's memory (KVM's multiqueue virtio-net: vhost-net copies)."""
         self.env, self.name, self.params, self.pcie = env, name, params, pcie
         self.rss_to_vnic = rss_to_vnic
         self.tx_link = Link(env, f"{name}.wire_tx", params.link, stats)

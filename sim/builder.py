@@ -162,7 +162,8 @@ def _build_host(model: Model, plan: Plan, rng, vms: range, native_peers: bool) -
         nic = NicPort(env, f"{pre}nic{p}", nic_params, stats,
                       rss_salt=int(rng(f"{pre}nic{p}.rss").integers(2**31)),
                       pcie=model.cards[p // cfg.host.ports_per_card],
-                      rss_to_vnic=cfg.hypervisor.features.vnic_rss and cfg.vnic.rx_queues > 1)
+                      rss_to_vnic=cfg.hypervisor.features.vnic_rss and cfg.vnic.rx_queues > 1
+                      and cfg.hypervisor.features.netqueue)
         model.nics.append(nic)
         if cfg.host.teaming.enabled:
             continue  # the teams' vswitches and peers follow (``_build_teams``)

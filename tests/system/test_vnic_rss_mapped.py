@@ -74,3 +74,16 @@ def test_the_declared_path_shows_no_copy_on_the_mapped_queues(compose):
         assert charges
         want = cfg.host.cpu.copy_per_byte_cycles if per_byte is None else per_byte
         assert all(c.per_byte_cycles == pytest.approx(want) for c in charges)
+
+
+def test_kvm_multiqueue_virtio_still_copies(compose):
+    """The mapping is NetQueue's: KVM's multiqueue virtio-net (``vnic_rss`` but no NetQueue)
+    keeps vhost-net's copy on its RSS queues."""
+    cfg = compose(["experiment=hw_100g_epyc_rx", "workload.vms=1", "vnic.rx_queues=4"],
+                  short=False)
+    model = build(cfg)
+    assert cfg.hypervisor.features.vnic_rss and not cfg.hypervisor.features.netqueue
+    nic = model.nics[0]
+    ports = model.vswitches[0].ports
+    assert not any(nic.guest_mapped(k, d, ports) for k in range(len(nic.rx_queues))
+                   for d in ports)
