@@ -41,7 +41,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   interrupt of the vCPU (an upper bound: a busy guest polls on instead), except on the ACK
   side: a window update reaches the vCPU while it still polls its data ACK train and rides
   that pass, so a sending vCPU takes ``min(IA, min(ACKs, data-side interrupts))`` virtual
-  interrupts and passes (``VIA``).
+  interrupts and passes (``VIA``). The DES's rule, measured (``_ack_virtual_interrupts``: one
+  per ACK interrupt less the window updates that find the vCPU's poller busy), is off
+  (``WINDOW_UPDATE_RIDES_OTHERS``): it needs the ACK interrupts of a window's pieces first
+  (docs/fluid.md, "Seventh slice").
 - LRO: hardware (``nic.lro``; the peer's ``peer.lro_max_bytes``) merges a segment's frames into
   ``ceil(b / (lro_max // mss))`` NIC packets; software LRO (hypervisor feature, for a vNIC and
   guest that take aggregates) does the same after the driver with ``software_lro_max_bytes``
@@ -1769,7 +1772,9 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
     min(b + w, 1)`` for ``b <= 1``): the loads stay fit for progressive filling. On a shared
     core the same rule at the core's level: wake-ups take at most the time the core's other
     work leaves (they never make a core infeasible; mc_split_30k's cores at 92% in the DES).
-    ``index``: ``_halt_index`` of the same arguments, computed once."""
+    ``index``: ``_halt_index`` of the same arguments, computed once. ``others`` (per entry,
+    None: none): the other flows' receive passes on the entry's vCPU, found running at a random
+    phase as the background work is (``_others_rx_busy``; with ``WINDOW_UPDATE_RIDES_OTHERS``)."""
     if index is None:
         if not halt.any():
             return entry
