@@ -29,7 +29,9 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   seg_max)`` (the receiver reopens its window only when its application has read, so the
   sender gets a whole window back at once: 2 segments per 64KB window, 1 per 8KB, as the DES
   shows); ``S = G / seg`` segments/s (TX packets; bursts on the wire) of ``b = ceil(seg / mss)``
-  frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``.
+  frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``. A
+  writer-ahead sender puts each piece its receiver's reads reopen on the wire at once (its
+  segments back to back): its bursts ``B`` are the pieces (``_piece_burst``).
 - sender side: one pass of the vNIC backend and one doorbell per segment (an upper bound: the
   DES skips a paravirtual vNIC's doorbell while its backend still polls).
 - receiving NIC queue: bursts arrive whole and the coalescer fires ``timer`` after the first
@@ -41,7 +43,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   interrupt of the vCPU (an upper bound: a busy guest polls on instead), except on the ACK
   side: a window update reaches the vCPU while it still polls its data ACK train and rides
   that pass, so a sending vCPU takes ``min(IA, min(ACKs, data-side interrupts))`` virtual
-  interrupts and passes (``VIA``).
+  interrupts and passes (``VIA``). The DES's rule, measured (``_ack_virtual_interrupts``: one
+  per ACK interrupt less the window updates that find the vCPU's poller busy), is off
+  (``WINDOW_UPDATE_RIDES_OTHERS``): it needs the ACK interrupts of a window's pieces first
+  (docs/fluid.md, "Seventh slice").
 - LRO: hardware (``nic.lro``; the peer's ``peer.lro_max_bytes``) merges a segment's frames into
   ``ceil(b / (lro_max // mss))`` NIC packets; software LRO (hypervisor feature, for a vNIC and
   guest that take aggregates) does the same after the driver with ``software_lro_max_bytes``
@@ -291,6 +296,8 @@ class _Net:
     queue_handler: np.ndarray = None                # per queue: its handler's context (-1)
     e_per_irq: np.ndarray = None                    # entries paid per interrupt, pass, train
     e_recv_app: np.ndarray = None                   # the receiver's recv() calls (data)
+    e_vring: np.ndarray = None                      # a vCPU's receive-pass work (``_ack_vints``)
+    via_ctx: np.ndarray = None                      # per flow: the vCPU its ACKs interrupt (-1)
     pre: dict = field(default_factory=dict)         # per-evaluation indices (``_precompute``)
 
 
@@ -411,6 +418,9 @@ def describe_network(cfg: Config) -> _Net:
         burst = seg
         if fl.refill and cfg.workload.rate_limit_mbps <= 0:
             burst = max(seg, min(cfg.workload.message_bytes, window))
+        elif PIECE_BURSTS and cfg.workload.rate_limit_mbps <= 0 and \
+                hasattr(net.model.workload, "connections"):
+            burst = _piece_burst(seg, fl.chunk)
         fl.per_g[B] = 1 / burst
         for section in ("data", "acks"):
             hops = getattr(fp, section)
@@ -426,6 +436,23 @@ def describe_network(cfg: Config) -> _Net:
         net.flows.append(fl)
     _compile(net)
     return net
+
+
+# A writer-ahead sender sends each reopening of its window at once (``_piece_burst``).
+PIECE_BURSTS = True
+
+
+def _piece_burst(seg: float, piece: float) -> float:
+    """What a writer-ahead sender puts on the wire at once: the piece of the window a read
+    reopened (``_reads_per_window``), as its segments back to back (the DES's ``TcpSender``
+    fills the window when the update comes: a full TSO segment and the remainder right behind;
+    e35_tx_single_vm, one 2.5GbE session at 4 GHz with 128KB: 61568 | 65160 + 4344 bytes a
+    window, at 10GbE with 256KB 65160 + 8688 | 57976 | 65160 | 65160). The receiver's NIC
+    takes the remainder in the pass its segment's interrupt started, or in the handler's next
+    poll: one interrupt per piece (DES, one 10GbE sender at 2.93 GHz with 256KB: 10840 peer
+    interrupts/s for 13400 segments/s and 2710 windows/s of 4 pieces). A piece within one
+    segment is that segment."""
+    return max(seg, piece)
 
 
 def _receiving_from(hops) -> int:
@@ -544,6 +571,7 @@ def _compile(net: _Net) -> None:
     # (key, flow, quantity, coefficient, section, halt, poll, vector, up): ``vector`` a host
     # NIC queue handler's polled entry, ``up`` the handler upstream of one
     rows: list[tuple] = []
+    recv_side: list[bool] = []   # per row: on its section's receiving side (``side`` below)
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
@@ -553,6 +581,7 @@ def _compile(net: _Net) -> None:
         if coef:
             rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
                          vector, up))
+            recv_side.append(side == "recv")
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -684,6 +713,7 @@ def _compile(net: _Net) -> None:
                 net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
+    _vcpu_rx_entries(net, vcpus, np.array(recv_side, dtype=bool))
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
@@ -887,6 +917,107 @@ def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndar
     return np.where(inside, np.minimum(reads, data_trains), 0.0)
 
 
+# The ACKs' virtual interrupts on a sending vCPU (``_ack_virtual_interrupts``): one per ACK
+# interrupt of its host queue, less the window updates that find the vCPU's ring poller busy;
+# False: ``min(ACK interrupts, data ACK trains)`` (every window update rides its data ACK
+# train's pass: the fifth slice's rule).
+WINDOW_UPDATE_RIDES_OTHERS = False
+
+
+def _vcpu_rx_entries(net: _Net, vcpus: set, recv_side: np.ndarray) -> None:
+    """What ``_ack_virtual_interrupts`` reads, set once at compile time: each vCPU's receive
+    passes (``e_vring``: its driver, stack and wake-up entries on the receiving side of a
+    section, the applications' calls excepted) and, per flow, the vCPU its ACKs' virtual
+    interrupts go to (``via_ctx``, -1: none, e.g. a native peer or a VM receiver)."""
+    cpu = net.cpu
+    on_vcpu = np.array([k[0] in vcpus for k in net.keys], dtype=bool)[net.e_key] \
+        if len(net.e_key) else np.zeros(0, dtype=bool)
+    net.e_vring = on_vcpu & recv_side & ~net.e_app & (cpu.e_ctx >= 0)
+    net.via_ctx = np.full(len(net.flows), -1)
+    via = (net.e_q == VIA) & (cpu.e_ctx >= 0)
+    net.via_ctx[net.e_flow[via]] = cpu.e_ctx[via]
+
+
+def _update_in_own_pass(net: _Net, Q: np.ndarray) -> np.ndarray:
+    """Per flow: does the window update reach the sending vCPU's ring while the vCPU's pass
+    over its data ACK train still runs? The update lags the train by the receiver's read (its
+    recv() cycles per read over its clock: ``models.workloads.base.Reader``, then
+    ``TcpReceiver.read``'s ACK) less what the train's other ACKs cost on the ACK path's
+    contexts before the vCPU (the receiver's ACK output, the host queue's handler: the train's
+    first ACK leaves them that much before its last); the pass is the vCPU's per-pass work
+    (its wake-up included, at full price) and its per-ACK work for the train."""
+    cpu = net.cpu
+    n = len(net.flows)
+    clock = cpu.core_clock[cpu.ctx_core]
+    ctx = cpu.e_ctx >= 0
+    kc = np.maximum(cpu.e_ctx, 0)
+    rd = net.e_recv_app
+    reads = Q[:, READS]
+    data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        read_s = np.bincount(net.e_flow[rd], net.e_coef[rd] * Q[net.e_flow[rd], net.e_q[rd]]
+                             / clock[kc[rd]], n) / np.where(reads > 0, reads, 1)
+        acks = np.where(data_trains > 0, Q[:, A_DATA] / np.where(data_trains > 0, data_trains,
+                                                                   1), 0.0)
+    on_vcpu = ctx & (cpu.e_ctx == net.via_ctx[net.e_flow])
+    ack_side = ctx & (net.e_section == 1)
+    per_ack = ack_side & (net.e_q == A)
+    path = per_ack & ~on_vcpu
+    path_s = np.bincount(net.e_flow[path], net.e_coef[path] / clock[kc[path]], n)
+    vp = ack_side & on_vcpu & np.isin(net.e_q, (IA, VIA, IRQ_A))
+    va = per_ack & on_vcpu
+    pass_s = (np.bincount(net.e_flow[vp], net.e_coef[vp] / clock[kc[vp]], n)
+              + acks * np.bincount(net.e_flow[va], net.e_coef[va] / clock[kc[va]], n))
+    lag_s = read_s - np.maximum(acks - 1, 0) * path_s
+    return (net.via_ctx >= 0) & (reads > 0) & (lag_s < pass_s)
+
+
+def _others_rx_busy(net: _Net, entry: np.ndarray) -> np.ndarray:
+    """Per flow and context (flows x contexts): the utilisation of the context's receive
+    passes (``e_vring``) for the *other* flows, which a flow's interrupt finds at a random
+    phase (the flows' round trips are not in phase: ``_handler_busy``'s assumption)."""
+    cpu = net.cpu
+    nc, n = len(cpu.ctx_core), len(net.flows)
+    ring = net.e_vring
+    clock = cpu.core_clock[cpu.ctx_core]
+    busy = np.bincount(net.e_flow[ring] * nc + cpu.e_ctx[ring],
+                       entry[ring] / clock[cpu.e_ctx[ring]], n * nc).reshape(n, nc)
+    return np.clip(busy.sum(axis=0)[None, :] - busy, 0.0, 1.0)
+
+
+def _ack_virtual_interrupts(net: _Net, Q: np.ndarray) -> np.ndarray:
+    """Per flow, the virtual interrupts/s its ACKs raise on the sending vCPU (``VIA``).
+
+    The DES's vNIC raises one for each delivery of the host queue's handler that finds the
+    ring's poller idle (``VirtualNic.deliver``, ``_interrupt``); the poller is busy from the
+    interrupt until its pass over the ring ends (``models.base.RingPoller``). Each ACK
+    interrupt (``IRQ_A``) is a data ACK train or a window update the receiver sends after its
+    read task. A window update rides a pass when it reaches the ring before the vCPU's pass
+    over its own data ACK train ends (``_update_in_own_pass``: the read shorter than the
+    pass; DES, one 1GbE session, 8KB messages: at 2 GHz a ~25-us lag for a ~33-us pass, every
+    update rides: 3633 virtual interrupts/s for 7200 ACK interrupts), else it finds the other
+    flows' receive passes on that vCPU running with their utilisation ``U_o`` (PASTA:
+    ``_others_rx_busy``) and rides one of those:
+
+        VIA = IRQ_A (1 - (READS / T) P),   P = 1 if own pass, else min(U_o, 1)
+
+    ``READS / T`` the window updates' share of the ACK trains. One flow alone at 4 GHz: a
+    ~30-us lag for a ~17-us pass, every ACK interrupt raises one (DES: 7133 for 7167).
+    ``U_o`` is priced with every ACK interrupt raising one (an upper bound)."""
+    base = Q[:, IRQ_A]
+    if not WINDOW_UPDATE_RIDES_OTHERS:
+        return np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
+    n = len(net.flows)
+    Qv = Q.copy()
+    Qv[:, VIA] = Q[:, IA]
+    busy = _others_rx_busy(net, net.e_coef * Qv[net.e_flow, net.e_q])
+    others = busy[np.arange(n), np.maximum(net.via_ctx, 0)]
+    ride = np.where(_update_in_own_pass(net, Q), 1.0, others)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        updates = np.where(Q[:, T] > 0, Q[:, READS] / np.where(Q[:, T] > 0, Q[:, T], 1), 0.0)
+    return np.where(net.via_ctx >= 0, base * (1 - updates * ride), Q[:, IA])
+
+
 def demands(net: _Net, rates) -> State:
     if net.pre["busy"]:
         st = _demands(net, rates, raw_only=True)
@@ -908,6 +1039,8 @@ def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = N
         Q = prev.quantities.copy()
         Q[:, IRQ_D] = Q[:, IR] * kd
         Q[:, IRQ_A] = Q[:, IA] * ka
+        if WINDOW_UPDATE_RIDES_OTHERS:   # follows the ACK interrupts left
+            Q[:, VIA] = _ack_virtual_interrupts(net, Q)
         nq = len(net.queues)
         irq = np.bincount(net.dq, Q[:, IRQ_D], nq) + np.bincount(net.aq, Q[:, IRQ_A], nq)
         return _entries(net, g, Q, irq, prev.queue_timer_s, raw_only)
@@ -940,7 +1073,7 @@ def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = N
     # A vCPU's virtual interrupts for ACKs: a window update arrives while the guest still polls
     # its data ACK train and rides that pass (DES, e35_tx_single_vm on 1GbE with 128KB windows:
     # 2110 virtual interrupts/s for 3600 NIC interrupts at 2700 segments/s).
-    Q[:, VIA] = np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
+    Q[:, VIA] = _ack_virtual_interrupts(net, Q)
     timer_s = units.us_to_s(np.where(net.q_polled, 0.0, timer_us)) if ADAPTIVE_RTT_TIMER \
         else None
     return _entries(net, g, Q, irq, timer_s, raw_only)
@@ -966,8 +1099,12 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
     down = pre["down"]
     entry[down] *= f[net.e_up[down]]
     _polling(entry, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock, index=pre["vcpu"])
+    # a virtual interrupt finds the vCPU running the other flows' receive passes at a random
+    # phase: not halted (``_others_rx_busy``)
+    others = _others_rx_busy(net, entry)[net.e_flow, np.maximum(cpu.e_ctx, 0)] \
+        if WINDOW_UPDATE_RIDES_OTHERS else None
     _halt_wakeups(entry, cpu.e_ctx, net.e_halt, cpu.core_clock[cpu.ctx_core], cpu.ctx_core,
-                  cpu.core_clock, ws, index=pre["halt"])
+                  cpu.core_clock, ws, index=pre["halt"], others=others)
     key_load = np.bincount(net.e_key, entry, len(net.keys))
     key_load[cpu.ws_key] += ws
     return State(g, Q, entry, key_load, irq, tasks=tasks, queue_timer_s=timer_s, entry_raw=raw)
@@ -1635,7 +1772,8 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
                   core_clock: np.ndarray | None = None,
                   extra: np.ndarray | None = None,
                   background: np.ndarray | None = None,
-                  index: tuple | None = None) -> np.ndarray:
+                  index: tuple | None = None,
+                  others: np.ndarray | None = None) -> np.ndarray:
     """Scale the halt/wake-up entries (priced per virtual interrupt that finds the vCPU
     halted) in place by the share of virtual interrupts that find it halted.
 
@@ -1656,7 +1794,9 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
     min(b + w, 1)`` for ``b <= 1``): the loads stay fit for progressive filling. On a shared
     core the same rule at the core's level: wake-ups take at most the time the core's other
     work leaves (they never make a core infeasible; mc_split_30k's cores at 92% in the DES).
-    ``index``: ``_halt_index`` of the same arguments, computed once."""
+    ``index``: ``_halt_index`` of the same arguments, computed once. ``others`` (per entry,
+    None: none): the other flows' receive passes on the entry's vCPU, found running at a random
+    phase as the background work is (``_others_rx_busy``; with ``WINDOW_UPDATE_RIDES_OTHERS``)."""
     if index is None:
         if not halt.any():
             return entry
@@ -1671,10 +1811,16 @@ def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
     # Work that does not wait for the interrupts (the sender's send() calls, issued whenever
     # the send buffer has room) is found running at a random instant: PASTA for that part.
     u_bg = np.bincount(bg_ctx, entry[bg_i], n) / clock if len(bg_i) else np.zeros(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(w > 0, np.clip(np.minimum(1 - u_bg, (1 - b) / np.where(w > 0, w, 1)),
-                                    0, 1), 0.0)
-    entry[h_i] *= f[h_ctx]
+    if others is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(w > 0, np.clip(np.minimum(1 - u_bg, (1 - b) / np.where(w > 0, w, 1)),
+                                        0, 1), 0.0)
+        entry[h_i] *= f[h_ctx]
+    else:   # per entry, less the other flows' receive passes found running (``others``)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = np.where(w > 0, (1 - b) / np.where(w > 0, w, 1), 0.0)
+        entry[h_i] *= np.where(w[h_ctx] > 0, np.clip(np.minimum(
+            1 - u_bg[h_ctx] - others[h_i], cap[h_ctx]), 0, 1), 0.0)
     if ctx_core is not None:   # and at most what the core's other contexts leave idle
         nc = len(core_clock)
         other = np.bincount(w_core, entry[w_i], nc) + np.bincount(ctx_core, extra, nc)

@@ -226,6 +226,15 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # half (docs/fluid.md, "Sixth slice": following that rule alone moves other draws +11 to +19%
 # until the receiver's reads per pass are followed; branch fluidcopy-rides). CPU is held to 15%
 # until then; the goal stays 5%.
+# Tenth session (docs/fluid.md, "Seventh slice"), this machine's 30 draws (hypothesis 6.170.15;
+# the 4-GHz draw above is not among them): on main goodput within 2.4%, host CPU within 5.7%
+# but for one configuration at +9.0/+9.3% (two seeds: one 10GbE sender at 2.93 GHz, 256KB,
+# 64KB messages). With a writer-ahead sender's bursts the window's pieces (``_piece_burst``: the
+# DES sends each reopening at once, a full TSO segment and the remainder behind it, and its
+# receiver takes one interrupt per piece) goodput is within 1.9% and host CPU within 6.8% on
+# all 30: CPU back to 8%. The sending vCPU's ACK rule above (``WINDOW_UPDATE_RIDES_OTHERS``) is
+# in the engine, off: on, it takes that draw to +13.4% (its saturated reader reads 1.7
+# segments a read in the DES, one per piece here).
 # The DES is multi-stable on some draws since the copy: two 10GbE receivers at 2 GHz with 64KB
 # sockets and 8KB messages settle at 2.66, 3.06 or ~4.15 Gbps depending on the seed (seeds 1,
 # 2, 3; no loss, no retransmission, the same ~200-us RTT, less of the window in flight; main
@@ -237,7 +246,7 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # the fluid engine does not model: the skipped draws are that known gap (docs/fluid.md), to be
 # modelled, not tolerated.
 SAME_POINT_TOL = 0.02
-GOODPUT_TOL, CPU_TOL = 0.05, 0.15
+GOODPUT_TOL, CPU_TOL = 0.05, 0.08
 
 
 @st.composite
