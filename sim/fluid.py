@@ -551,7 +551,7 @@ def _compile(net: _Net) -> None:
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
-    per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx) -> its rows (``_hop_rows``)
+    per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
@@ -590,15 +590,21 @@ def _compile(net: _Net) -> None:
                     up = upstream if hop.name in vcpus else None
                     if polls:
                         upstream = hop.name
-                    for key, q, coef in _numa_entries(net, fl, hop, section, side, vm_rx):
-                        add(key, i, q, coef, s_i)
-                    # the hop's other entries as they were for the first flow that crossed
-                    # it with the same state (``_hop_rows``: nothing in them is the flow's)
-                    at = (id(hop), s_i, side, polls, up, vm_rx)
+                    # the hop's entries as they were for the first flow that crossed it in
+                    # the same state (``_hop_rows``: nothing in them is the flow's; its NUMA
+                    # entries too, but a recv() copy's, which reads where the flow's data sit)
+                    at = (id(hop), s_i, side, polls, up, vm_rx, fl.hdr)
                     hit = per_hop.get(at)
+                    numa = hit[1] if hit is not None else None
+                    if numa is None:
+                        numa = _numa_entries(net, fl, hop, section, side, vm_rx)
+                    for key, q, coef in numa:
+                        add(key, i, q, coef, s_i)
                     if hit is None:
+                        per_flow = costs.APP_RECV in {c.term for c in hop.charges}
                         hit = per_hop[at] = (_hop_rows(net, hop, section, s_i, side, polls, up,
-                                                       vm_rx, vcpus, direct, keys), hop)
+                                                       vm_rx, vcpus, direct, keys),
+                                             None if per_flow else numa, hop)
                     first, template = hit[0]
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
@@ -728,6 +734,11 @@ def _precompute(net: _Net) -> None:
                                    net.e_halt | net.e_poll)
     pre["vcpu"] = _polling_index(e_ctx, net.e_poll & ~net.e_vector, cpu.ctx_core, net.e_halt)
     pre["down"] = np.flatnonzero(net.e_up >= 0)
+    # each entry's quantity as a flat index into the flows x quantities array (``_entries``:
+    # one 1-D take, the same values as ``Q[e_flow, e_q]``); the receivers' recv() entries
+    pre["eq_flat"] = net.e_flow * NQ + net.e_q
+    rd = net.e_recv_app
+    pre["recv_app"] = (net.e_flow[rd], net.e_coef[rd], pre["eq_flat"][rd], cpu.e_ctx[rd])
     pre["halt"] = _halt_index(e_ctx, net.e_halt, cpu.ctx_core,
                               net.e_app if HALT_APP_RECV else net.e_background)
     filler = net.e_halt | net.e_poll
@@ -899,10 +910,9 @@ def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndar
     the rate. Left out: the receiver's wait for its core before the read (its lag only
     grows), other flows' bursts in the round (``_handler_busy``, docs/fluid.md)."""
     cpu = net.cpu
-    rd = net.e_recv_app
+    rd_flow, rd_coef, rd_q, rd_ctx = net.pre["recv_app"]
     clock = cpu.core_clock[cpu.ctx_core]
-    cyc = np.bincount(net.e_flow[rd], net.e_coef[rd] * Q[net.e_flow[rd], net.e_q[rd]]
-                      / clock[cpu.e_ctx[rd]], len(net.flows))
+    cyc = np.bincount(rd_flow, rd_coef * np.take(Q, rd_q) / clock[rd_ctx], len(net.flows))
     reads = Q[:, READS]
     data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -977,7 +987,7 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
              ) -> State:
     """The entries' cycles and bytes per second at the quantities ``Q``: polling receivers,
     wake-ups of halted vCPUs, world switches (``_demands``)."""
-    entry = net.e_coef * Q[net.e_flow, net.e_q]
+    entry = net.e_coef * np.take(Q, net.pre["eq_flat"])
     if raw_only:
         return State(g, Q, None, None, irq, queue_timer_s=timer_s, entry_raw=entry)
     raw = entry.copy()
