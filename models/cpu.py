@@ -247,7 +247,7 @@ class Context:
     """
 
     def __init__(self, env: simpy.Environment, name: str, core: Core, *,
-                 rng: np.random.Generator, home=None):
+                 rng: np.random.Generator | Callable[[], np.random.Generator], home=None):
         self.env, self.name, self.core = env, name, core
         self.home_node = core.node if home is None else home
         self.busy_s = 0.0
@@ -523,11 +523,14 @@ class Context:
 
 
 class _JitterStream:
-    """Multiplicative service-time noise, mean 1, drawn in blocks (gamma, shape 1/cv^2)."""
+    """Multiplicative service-time noise, mean 1, drawn in blocks (gamma, shape 1/cv^2).
+    ``rng``: the context's generator, or a function that makes it at the first draw (a
+    component's stream is keyed by its name, ``sim.builder.stream``: the same numbers whenever
+    it is made; a model the fluid engine only reads never makes it)."""
 
     BLOCK = 4096
 
-    def __init__(self, rng: np.random.Generator, cv: float):
+    def __init__(self, rng: np.random.Generator | Callable[[], np.random.Generator], cv: float):
         self.rng, self.cv = rng, cv
         self._buf: np.ndarray = np.empty(0)
         self._i = 0
@@ -536,6 +539,8 @@ class _JitterStream:
         if self.cv == 0:
             return 1.0
         if self._i >= len(self._buf):
+            if not isinstance(self.rng, np.random.Generator):
+                self.rng = self.rng()
             shape = 1.0 / self.cv ** 2
             self._buf = self.rng.gamma(shape, 1.0 / shape, self.BLOCK)
             self._i = 0

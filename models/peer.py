@@ -124,8 +124,8 @@ class PeerHost(StackHost):
             n, first = len(self.cpu.cores), len(self.irqs)
             core = (self.cpu.core(first + len(self._apps) % (n - first)) if n > first
                     else self.cpu.core(len(self._apps) % n))
-            self._apps[flow] = Context(self.env, f"{self.name}.app{flow}", core,
-                                       rng=self._rng(f"{self.name}.app{flow}"))
+            name = f"{self.name}.app{flow}"   # its stream made at its first draw
+            self._apps[flow] = Context(self.env, name, core, rng=lambda: self._rng(name))
         return self._apps[flow]
 
     def contexts(self) -> list[Context]:

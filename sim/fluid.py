@@ -95,7 +95,9 @@ turn-around costs left out).
 """
 from __future__ import annotations
 
+import gc
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -577,6 +579,8 @@ def _compile(net: _Net) -> None:
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
+    per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
+
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
             rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
@@ -615,41 +619,26 @@ def _compile(net: _Net) -> None:
                     up = upstream if hop.name in vcpus else None
                     if polls:
                         upstream = hop.name
-                    table = dict(_RATES[(section, side)])
-                    if (section, side) == ("data", "recv"):
-                        table["packet"] = SW_PK if vm_rx else NIC_PK
-                    if (section, side) == ("acks", "recv") and hop.name in vcpus:
-                        table["virtual interrupt"] = table["pass"] = VIA
-                    # One task per pass (the quantity that pays the hop's first fixed cost).
-                    first = next((table.get(c.per) for c in hop.charges if c.fixed_cycles
-                                  and c.per in table), None)
+                    # the hop's entries as they were for the first flow that crossed it in
+                    # the same state (``_hop_rows``: nothing in them is the flow's; its NUMA
+                    # entries too, but a recv() copy's, which reads where the flow's data sit)
+                    at = (id(hop), s_i, side, polls, up, vm_rx, fl.hdr)
+                    hit = per_hop.get(at)
+                    numa = hit[1] if hit is not None else None
+                    if numa is None:
+                        numa = _numa_entries(net, fl, hop, section, side, vm_rx)
+                    for key, q, coef in numa:
+                        add(key, i, q, coef, s_i)
+                    if hit is None:
+                        per_flow = costs.APP_RECV in {c.term for c in hop.charges}
+                        hit = per_hop[at] = (_hop_rows(net, hop, section, s_i, side, polls, up,
+                                                       vm_rx, vcpus, direct, keys),
+                                             None if per_flow else numa, hop)
+                    first, template = hit[0]
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
-                    for key, q, coef in _numa_entries(net, fl, hop, section, side, vm_rx):
-                        add(key, i, q, coef, s_i)
-                    for c in hop.charges:
-                        for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
-                            if not cyc:
-                                continue
-                            if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
-                                # (a direct device's vCPU is woken by the NIC's interrupt)
-                                irq = "interrupt" if hop.name in direct else "virtual interrupt"
-                                add((hop.name, c.term), i, table[irq], cyc, s_i, halt=True,
-                                    up=up)
-                                continue
-                            if what not in table:
-                                net.unknown.add((c.term, what))
-                                continue
-                            # per-interrupt work a busy receiver polls past: a direct
-                            # device's vCPU (NIC interrupt), a vCPU's virtual interrupt
-                            add((hop.name, c.term), i, table[what], cyc, s_i,
-                                poll=(what == "interrupt" and hop.name in direct)
-                                or (what == "virtual interrupt" and hop.name in vcpus)
-                                or (polls and what in ("interrupt", "pass")),
-                                vector=polls and what in ("interrupt", "pass"),
-                                up=up if what in ("virtual interrupt", "pass") else None)
-                        if section == "data":
-                            add((hop.name, c.term), i, G, c.per_byte_cycles, s_i)
+                    rows.extend([(k, i, *rest) for k, *rest in template])
+                    recv_side.extend([side == "recv"] * len(template))
                 elif hop.kind == PCIE:
                     ch = hop.name
                     up = ch.endswith(".up")
@@ -720,6 +709,51 @@ def _compile(net: _Net) -> None:
     _precompute(net)
 
 
+def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up, vm_rx: bool,
+              vcpus: set, direct: set, keys: dict) -> tuple:
+    """A context hop's entries but its NUMA ones (``_numa_entries``), for any flow that crosses
+    it with the same state: (the quantity of its task or None, rows (key index, quantity,
+    coefficient, section, halt, poll, vector, up) in ``_compile``'s order). ``_compile`` reuses
+    them for every such flow (S3: 1600 connections over a few hundred hops)."""
+    rows: list[tuple] = []
+
+    def add(key, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
+        if coef:
+            rows.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll,
+                         vector, up))
+    table = dict(_RATES[(section, side)])
+    if (section, side) == ("data", "recv"):
+        table["packet"] = SW_PK if vm_rx else NIC_PK
+    if (section, side) == ("acks", "recv") and hop.name in vcpus:
+        table["virtual interrupt"] = table["pass"] = VIA
+    # One task per pass (the quantity that pays the hop's first fixed cost).
+    first = next((table.get(c.per) for c in hop.charges if c.fixed_cycles
+                  and c.per in table), None)
+    for c in hop.charges:
+        for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
+            if not cyc:
+                continue
+            if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
+                # (a direct device's vCPU is woken by the NIC's interrupt)
+                irq = "interrupt" if hop.name in direct else "virtual interrupt"
+                add((hop.name, c.term), table[irq], cyc, s_i, halt=True, up=up)
+                continue
+            if what not in table:
+                net.unknown.add((c.term, what))
+                continue
+            # per-interrupt work a busy receiver polls past: a direct device's vCPU (NIC
+            # interrupt), a vCPU's virtual interrupt
+            add((hop.name, c.term), table[what], cyc, s_i,
+                poll=(what == "interrupt" and hop.name in direct)
+                or (what == "virtual interrupt" and hop.name in vcpus)
+                or (polls and what in ("interrupt", "pass")),
+                vector=polls and what in ("interrupt", "pass"),
+                up=up if what in ("virtual interrupt", "pass") else None)
+        if section == "data":
+            add((hop.name, c.term), G, c.per_byte_cycles, s_i)
+    return first, rows
+
+
 def _precompute(net: _Net) -> None:
     """What every evaluation of the demands reads and that does not depend on the rates: the
     entry subsets (as indices) the polling, wake-up and handler rules sum over, each flow's
@@ -731,6 +765,11 @@ def _precompute(net: _Net) -> None:
                                    net.e_halt | net.e_poll)
     pre["vcpu"] = _polling_index(e_ctx, net.e_poll & ~net.e_vector, cpu.ctx_core, net.e_halt)
     pre["down"] = np.flatnonzero(net.e_up >= 0)
+    # each entry's quantity as a flat index into the flows x quantities array (``_entries``:
+    # one 1-D take, the same values as ``Q[e_flow, e_q]``); the receivers' recv() entries
+    pre["eq_flat"] = net.e_flow * NQ + net.e_q
+    rd = net.e_recv_app
+    pre["recv_app"] = (net.e_flow[rd], net.e_coef[rd], pre["eq_flat"][rd], cpu.e_ctx[rd])
     pre["halt"] = _halt_index(e_ctx, net.e_halt, cpu.ctx_core,
                               net.e_app if HALT_APP_RECV else net.e_background)
     filler = net.e_halt | net.e_poll
@@ -902,10 +941,9 @@ def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndar
     the rate. Left out: the receiver's wait for its core before the read (its lag only
     grows), other flows' bursts in the round (``_handler_busy``, docs/fluid.md)."""
     cpu = net.cpu
-    rd = net.e_recv_app
+    rd_flow, rd_coef, rd_q, rd_ctx = net.pre["recv_app"]
     clock = cpu.core_clock[cpu.ctx_core]
-    cyc = np.bincount(net.e_flow[rd], net.e_coef[rd] * Q[net.e_flow[rd], net.e_q[rd]]
-                      / clock[cpu.e_ctx[rd]], len(net.flows))
+    cyc = np.bincount(rd_flow, rd_coef * np.take(Q, rd_q) / clock[rd_ctx], len(net.flows))
     reads = Q[:, READS]
     data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -1083,7 +1121,7 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
              ) -> State:
     """The entries' cycles and bytes per second at the quantities ``Q``: polling receivers,
     wake-ups of halted vCPUs, world switches (``_demands``)."""
-    entry = net.e_coef * Q[net.e_flow, net.e_q]
+    entry = net.e_coef * np.take(Q, net.pre["eq_flat"])
     if raw_only:
         return State(g, Q, None, None, irq, queue_timer_s=timer_s, entry_raw=entry)
     raw = entry.copy()
@@ -1337,8 +1375,33 @@ def _solve_net(net: _Net, iterations: int = 8):
     return fill, st, aux
 
 
+@contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for the block, back as it was after, then one
+    collection of the youngest generation. A solve builds a model (S3: ~90K tracked objects,
+    all alive until it returns) and allocates as it goes, so the collector, started by
+    allocation counts, traverses the growing model again and again and finds nothing to free.
+    Reference counting still frees all acyclic garbage; the model's own cycles, unreachable
+    once the solve has returned, are all in the youngest generation (nothing was collected in
+    the block) and go in the one collection at the end (its cost is the solve's, so timing a
+    solve still counts it)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+            gc.collect(0)
+
+
 def solve(cfg: Config):
     """The fluid engine's answer for ``cfg``: a ``sim.runner.Results`` (summary, tables)."""
+    with _collector_paused():
+        return _solve(cfg)
+
+
+def _solve(cfg: Config):
     from sim.runner import Results
     if cfg.workload.kind == "udp_multicast":
         return _solve_multicast(cfg)

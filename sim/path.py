@@ -49,7 +49,40 @@ class FlowPath:
     titles: tuple[str, str] = ("data", "ACKs")  # what ``data`` and ``acks`` carry (sketch)
 
 
+# One ``flow_paths`` call's memo (``_shared``): the charge lists each component declares and
+# the hops built from them, made once and shared by every flow that crosses the same ones
+# (S3: 1600 connections over a few hundred contexts). None outside ``flow_paths``.
+_memo: dict | None = None
+
+
+def _shared(key: tuple, make, *alive):
+    """``make()``, once per ``flow_paths`` call for ``key``. Keys name objects by ``id``: the
+    model's components live as long as the call, and ``alive`` (the objects a key names that
+    the model does not hold, e.g. a charge list) is kept with the value, so no id is reused
+    while the memo lives. Speed only: the same values, built once."""
+    if _memo is None:
+        return make()
+    hit = _memo.get(key)
+    if hit is None:
+        hit = _memo[key] = (make(), alive)
+    return hit[0]
+
+
+def _declared(obj, method: str, *args, **kwargs) -> list[Charge]:
+    """``obj.method(*args, **kwargs)``, a component's declared charges (pure in the built
+    model's parameters), once per ``flow_paths`` call."""
+    return _shared((id(obj), method, args, tuple(kwargs.items())),
+                   lambda: getattr(obj, method)(*args, **kwargs))
+
+
 def _ctx(ctx, *charges: list[Charge], note: str = "") -> Hop:
+    if _memo is not None:
+        return _shared(("ctx", id(ctx), note, *map(id, charges)),
+                       lambda: _ctx_hop(ctx, charges, note), charges)
+    return _ctx_hop(ctx, charges, note)
+
+
+def _ctx_hop(ctx, charges: tuple, note: str) -> Hop:
     flat = tuple(c for group in charges for c in group
                  if c.fixed_cycles or c.per_packet_cycles or c.per_byte_cycles)
     if getattr(ctx, "poll_mode", False):  # models.polling: spins between passes
@@ -58,11 +91,19 @@ def _ctx(ctx, *charges: list[Charge], note: str = "") -> Hop:
 
 
 def _ring(ring, what: str = "") -> Hop:
+    return _shared(("ring", id(ring), what), lambda: _ring_hop(ring, what))
+
+
+def _ring_hop(ring, what: str) -> Hop:
     return Hop(RING if not what else QUEUE, ring.name, f"{ring.capacity} {ring.unit}" +
                (f", {what}" if what else ""))
 
 
 def _rx_ring(q) -> Hop:
+    return _shared(("rx_ring", id(q)), lambda: _rx_ring_hop(q))
+
+
+def _rx_ring_hop(q) -> Hop:
     co = q.coalescer.params
     detail = f"{q.ring.capacity} frames, coalescing {co.mode} {co.timer_us:g} us / " \
              f"{co.max_frames} frames"
@@ -70,24 +111,43 @@ def _rx_ring(q) -> Hop:
 
 
 def _link(link) -> Hop:
+    return _shared(("link", id(link)), lambda: _link_hop(link))
+
+
+def _link_hop(link) -> Hop:
     p = link.params
     return Hop(LINK, link.name, f"{p.line_rate_gbps:g} Gbps, MTU {p.mtu_bytes}, "
                                 f"{p.propagation_ns:g} ns")
 
 
 def _pcie(channel, what: str) -> Hop:
+    return _shared(("pcie", id(channel), what), lambda: _pcie_hop(channel, what))
+
+
+def _pcie_hop(channel, what: str) -> Hop:
     return Hop(PCIE, channel.name, f"{channel.rate_gbps:.3g} Gbps, {what}")
 
 
 def _pick(stack_charges: list[Charge], *terms: str) -> list[Charge]:
-    return [c for c in stack_charges if c.term in terms]
+    return _shared(("pick", id(stack_charges), terms),
+                   lambda: [c for c in stack_charges if c.term in terms], stack_charges)
 
 
 def flow_paths(model: Model) -> list[FlowPath]:
     """The path of every flow of the model's workload."""
+    global _memo
     cfg = model.cfg
     kind, direction = cfg.workload.kind, cfg.workload.direction
     out = []
+    outer, _memo = _memo, {} if _memo is None else _memo
+    try:
+        _flow_paths(model, kind, direction, out)
+    finally:
+        _memo = outer
+    return out
+
+
+def _flow_paths(model: Model, kind: str, direction: str, out: list) -> None:
     for rec in model.workload.flows():
         f, v = rec["flow"], rec["vm"]
         if kind == "udp_multicast":
@@ -97,7 +157,6 @@ def flow_paths(model: Model) -> list[FlowPath]:
             out.append(ping_path(model, f, v))
         else:
             out.append(_tcp_path(model, f, v, kind, direction))
-    return out
 
 
 def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPath:
@@ -107,7 +166,7 @@ def _tcp_path(model: Model, f: int, v: int, kind: str, direction: str) -> FlowPa
     other = _partner(model, v)
     sender, receiver = (vm, other) if direction == "tx" else (other, vm)
     path = FlowPath(f, v, kind, direction, partner=other.name if _is_vm(other) else "")
-    snd, rcv = sender.charges("sender"), receiver.charges("receiver")
+    snd, rcv = _declared(sender, "charges", "sender"), _declared(receiver, "charges", "receiver")
     path.data = [*_send_app(model, sender, f, snd), *_out(model, sender, receiver, f),
                  *_into(model, sender, receiver, f), *_recv_stack(model, receiver, f, rcv),
                  _ctx(receiver.app_context(f), _pick(rcv, costs.APP_RECV))]
@@ -159,7 +218,8 @@ def _rx_pass(model: Model, end, f: int):
 
 def _send_app(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The sending application's context: its send() calls and segment output."""
-    device = end.vnic.guest_charges("tx") if _is_vm(end) else end.driver_charges("tx")
+    device = _declared(end.vnic, "guest_charges", "tx") if _is_vm(end) \
+        else _declared(end, "driver_charges", "tx")
     return [_ctx(end.app_context(f), _pick(snd, costs.APP_SEND, costs.STACK_TX), device)]
 
 
@@ -167,24 +227,27 @@ def _ack_out(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
     """Where the data receiver builds its ACKs (a VM: the flow's vCPU; a peer: its softirq)."""
     if _is_vm(end):
         return [_ctx(end.app_context(f), _pick(rcv, costs.STACK_ACK_TX),
-                     end.vnic.guest_charges("tx"))]
-    return [_ctx(end.irq_of(f), _pick(rcv, costs.STACK_ACK_TX), end.driver_charges("tx"))]
+                     _declared(end.vnic, "guest_charges", "tx"))]
+    return [_ctx(end.irq_of(f), _pick(rcv, costs.STACK_ACK_TX),
+                 _declared(end, "driver_charges", "tx"))]
 
 
 def _recv_stack(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
     """The receive pass that takes the data in (a VM's vCPU; a peer's softirq)."""
     if _is_vm(end):
-        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+        return [_ctx(_rx_pass(model, end, f), _declared(end.vnic, "guest_charges", "rx"),
                      _pick(rcv, costs.STACK_RX))]
-    return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(rcv, costs.STACK_RX))]
+    return [_ctx(end.irq_of(f), _declared(end, "driver_charges", "rx"),
+                 _pick(rcv, costs.STACK_RX))]
 
 
 def _ack_in(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The receive pass that takes the ACKs in at the data sender."""
     if _is_vm(end):
-        return [_ctx(_rx_pass(model, end, f), end.vnic.guest_charges("rx"),
+        return [_ctx(_rx_pass(model, end, f), _declared(end.vnic, "guest_charges", "rx"),
                      _pick(snd, costs.STACK_ACK_RX))]
-    return [_ctx(end.irq_of(f), end.driver_charges("rx"), _pick(snd, costs.STACK_ACK_RX))]
+    return [_ctx(end.irq_of(f), _declared(end, "driver_charges", "rx"),
+                 _pick(snd, costs.STACK_ACK_RX))]
 
 
 def _out(model: Model, src, dst, f: int) -> list[Hop]:
@@ -204,12 +267,14 @@ def _out(model: Model, src, dst, f: int) -> list[Hop]:
     txq = vnic.tx_queue_of(probe)
     if vswitch.is_local(probe):
         return [_ring(txq.ring),
-                _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx", uplink=False),
-                     vswitch.ports[dst.endpoint].backend_charges("rx"),
+                _ctx(txq.backend, _declared(vnic, "backend_charges", "tx"),
+                     _declared(vswitch, "charges", "tx", uplink=False),
+                     _declared(vswitch.ports[dst.endpoint], "backend_charges", "rx"),
                      note="; switched to the partner's vNIC on this vswitch")]
     return [_ring(txq.ring),
-            _ctx(txq.backend, vnic.backend_charges("tx"), vswitch.charges("tx"),
-                 model.cfg.hypervisor.driver_charges("tx")),
+            _ctx(txq.backend, _declared(vnic, "backend_charges", "tx"),
+                 _declared(vswitch, "charges", "tx"),
+                 _declared(model.cfg.hypervisor, "driver_charges", "tx")),
             _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link),
             *_switch_links(model, src.index, f, to_peer=True)]
@@ -246,17 +311,24 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     hv = model.cfg.hypervisor
     # The copy into ``dst``'s memory on another node: per packet written (after software LRO),
     # nothing per byte (``models.hypervisor.HypervisorRx.cost``).
-    per_copy = nic_rxq.context.remote_penalty_cycles(1, 0, vnic.memory_home)
-    numa = [Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="packet")] if per_copy else []
+    numa = _shared(("numa_copy", id(nic_rxq.context), id(vnic)),
+                   lambda: _numa_copy(nic_rxq.context, vnic))
+    k = nic.rx_queue_index(probe)
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
-            _ctx(nic_rxq.context, hv.driver_charges("rx"),
-                 vswitch.charges("rx", sort=nic.rx_queue_index(probe) in nic.shared_queues(
-                     vswitch.ports)),
-                 vnic.backend_charges("rx", copy=not nic.guest_mapped(
-                     nic.rx_queue_index(probe), dst.endpoint, vswitch.ports)), numa,
+            _ctx(nic_rxq.context, _declared(hv, "driver_charges", "rx"),
+                 _declared(vswitch, "charges", "rx", sort=_shared(
+                     ("shared_queues", id(nic), id(vswitch)),
+                     lambda: nic.shared_queues(vswitch.ports)).__contains__(k)),
+                 _declared(vnic, "backend_charges", "rx",
+                           copy=not nic.guest_mapped(k, dst.endpoint, vswitch.ports)), numa,
                  note="; the guest's recv copy pays numa per byte when its vCPU is not on "
                       "this node (the data sit in its cache)"),
             _ring(rxq.ring)]
+
+
+def _numa_copy(ctx, vnic) -> list[Charge]:
+    per_copy = ctx.remote_penalty_cycles(1, 0, vnic.memory_home)
+    return [Charge(costs.NUMA_COPY, 0.0, per_copy, 0.0, unit="packet")] if per_copy else []
 
 
 def _multicast_path(model: Model, f: int, v: int) -> FlowPath:

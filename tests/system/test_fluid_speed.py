@@ -101,3 +101,64 @@ def test_handler_share_equals_the_flows_by_contexts_table(overrides):
     u = np.clip(p + c * num / den, 0.0, 1.0)
     k = np.where(on, np.clip(1 - other * u[hh], 0.0, 1.0), 1.0)
     assert np.array_equal(k[:n], kd) and np.array_equal(k[n:], ka)
+
+
+# -- the model build (``sim.path``'s memo, ``_compile``'s per-hop rows, the collector) --------
+
+def _direct_paths(model):
+    """Every flow's path built without ``flow_paths``'s memo (``_tcp_path`` on its own)."""
+    from sim import path
+    kind, direction = model.cfg.workload.kind, model.cfg.workload.direction
+    assert path._memo is None
+    return [path._tcp_path(model, r["flow"], r["vm"], kind, direction)
+            for r in model.workload.flows()]
+
+
+@pytest.mark.parametrize("overrides", [CASES[0], ["experiment=g80_send"]],
+                         ids=lambda o: o[0].split("=")[1])
+def test_shared_hops_equal_the_paths_built_one_by_one(overrides):
+    # the memo shares each hop between the flows that cross it and builds the same paths
+    from sim.builder import build
+    from sim.path import CONTEXT, flow_paths
+    model = build(compose_checked("configs", overrides))
+    shared, direct = flow_paths(model), _direct_paths(model)
+    assert [(p.data, p.acks) for p in shared] == [(p.data, p.acks) for p in direct]
+    hops = [h for p in shared for h in (*p.data, *p.acks) if h.kind == CONTEXT]
+    assert len({id(h) for h in hops}) < len(hops)          # some are one object
+    assert len({id(h) for p in direct for h in p.data}) == sum(len(p.data) for p in direct)
+
+
+@pytest.mark.parametrize("overrides", [*CASES, ["experiment=e35_rx_scaling", "workload.vms=4"],
+                                       ["experiment=hw_100g_epyc_rx"]],  # a vCPU fed by two vectors
+                         ids=lambda o: "_".join(x.split("=")[1] for x in o))
+def test_per_hop_rows_equal_the_entries_compiled_hop_by_hop(overrides):
+    # each flow's hops as objects of their own, so no hop's rows are reused: the same entries
+    from dataclasses import replace
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    alone = fluid.describe_network(compose_checked("configs", overrides))
+    for fl in alone.flows:
+        fl.path.data = [replace(h) for h in fl.path.data]
+        fl.path.acks = [replace(h) for h in fl.path.acks]
+    alone.keys, alone.tasks, alone.unknown, alone.pre = [], [], set(), {}
+    fluid._compile(alone)
+    assert alone.keys == net.keys and alone.tasks == net.tasks and alone.unknown == net.unknown
+    for name in ("e_key", "e_flow", "e_q", "e_coef", "e_section", "e_halt", "e_poll",
+                 "e_vector", "e_up", "e_background", "e_app", "e_recv_app", "e_per_irq"):
+        assert np.array_equal(getattr(alone, name), getattr(net, name)), name
+
+
+def test_the_collector_is_off_in_a_solve_and_back_after(monkeypatch):
+    import gc
+    seen = []
+    inner = fluid._solve
+    monkeypatch.setattr(fluid, "_solve", lambda cfg: seen.append(gc.isenabled()) or inner(cfg))
+    cfg = compose_checked("configs", CASES[0])
+    assert gc.isenabled()
+    fluid.solve(cfg)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()        # a caller that turned it off keeps it off
+    try:
+        fluid.solve(cfg)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -19,5 +19,8 @@ def test_every_peer_context_has_its_own_named_stream():
                     rng)
     a, b = peer.app_context(0), peer.app_context(1)
     irqs = ["peer0.softirq"] + [f"peer0.softirq{k}" for k in range(1, PeerParams().rx_queues)]
+    assert names == irqs    # an application's stream is made at its first draw (by its name)
+    assert a._jitter.cv > 0
+    a._jitter.next(), b._jitter.next()
     assert names == [*irqs, "peer0.app0", "peer0.app1"]
     assert len({id(c._jitter.rng) for c in (*peer.irqs, a, b)}) == len(irqs) + 2
