@@ -250,6 +250,7 @@ class _Flow:
     # ``chunk`` bytes behind the send() copies (``_rtt0``); else it writes ahead, ``chunk = seg``.
     refill: bool = False
     chunk: float = 0.0
+    seg_max: int = 0              # the sender's largest segment (a TSO segment or one MSS)
 
 
 @dataclass
@@ -398,7 +399,7 @@ def describe_network(cfg: Config) -> _Net:
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
-        fl = _Flow(fp, mss, hdr, seg, window, per_g)
+        fl = _Flow(fp, mss, hdr, seg, window, per_g, seg_max=seg_max_bytes)
         sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
@@ -424,6 +425,9 @@ def describe_network(cfg: Config) -> _Net:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
         fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
+    if WINDOWS_PILE_UP:
+        for fl in _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0):
+            fl.chunk = fl.window
     _compile(net)
     return net
 
@@ -455,6 +459,43 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
     three of 64KB, though their segments are ceil(window / seg_max) a window)."""
     return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+# A window of one segment and a tail under one MSS goes round whole when its flow shares its
+# receive queue's handler with other flows (``_piled_windows``); False: in its reads' pieces.
+WINDOWS_PILE_UP = True
+
+
+def _piled_windows(flows: list, paced: bool) -> list:
+    """The flows whose window goes round as one piece, not in ``_reads_per_window``'s: a
+    writer-ahead sender's window of one full segment and a tail under one MSS
+    (``seg_max < window < seg_max + mss``: a 64KB window, 65160-byte TSO segments) whose data
+    share a receive queue, so one handler, with another flow's.
+
+    The DES (two to three 10GbE receivers at 2, 2.93 and 4 GHz, 64KB windows, 8KB messages,
+    ``host.cpu.jitter_cv`` 0.2): the window first goes round in two pieces of about half a
+    window, each read while the other flies; the handler takes each arriving piece in a pass
+    of its own. A flow's pieces leave its sender 60-80 us apart (each as the read of the
+    other opens the window), while the handler's pass over another flow's piece takes 60 us
+    at 2 GHz: sooner or later both pieces of a flow wait in the ring behind another flow's
+    pass, the handler takes them in one pass and hands them to the guest together, and the
+    reader takes the whole window in one read. Its window update reopens the whole window,
+    which the sender fills at once: one full segment (``seg_max``), the tail under one MSS
+    held (Nagle) until that segment's ACK, read as a piece of its own. The window now goes
+    round whole, which nothing undoes (the reader never again sees part of the big segment):
+    the round trip is the whole window's service at the handler, the guest's receive pass
+    and the read, one after the other (``_rtt0`` with ``chunk = window``), plus the residual
+    waits behind the other flows' windows at the shared handler (``_residual_waits``). DES,
+    2 VMs at 2 GHz: 2.62 Gbps on seeds 1-3 (the pipelined point, 4.1-4.2 Gbps on some seeds
+    at ``jitter_cv`` 0.05, is the fragile one); one VM alone keeps its two pieces (2.17).
+    Left out: when the pile-up happens (its odds; a rule, not a rate), a larger window (its
+    pieces would stay several segments), a paced or refilling sender (one burst already)."""
+    by_queue: dict[str, int] = {}
+    for fl in flows:
+        by_queue[fl.data_queue] = by_queue.get(fl.data_queue, 0) + 1
+    return [fl for fl in flows
+            if not fl.refill and not paced and fl.data_queue and by_queue[fl.data_queue] > 1
+            and fl.seg_max < fl.window < fl.seg_max + fl.mss]
 
 
 def _sndbuf_bytes(model: Model) -> dict[int, int]:
