@@ -3,9 +3,12 @@ shares its receive queue's handler with other flows (``sim.fluid._piled_windows`
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim import fluid
 from sim.compose import compose_checked
+from tests.system.test_fluid import _agree
 
 # Two 10GbE receivers at 2 GHz with 64KB sockets and 8KB messages (docs/fluid.md, "The DES
 # settles at more than one operating point"); the VMs' count is added per test.
@@ -57,3 +60,12 @@ def test_two_receivers_at_one_handler_go_round_whole_and_meet_the_des():
     one = compose_checked("configs", [*RX, "workload.vms=1"])
     assert fluid.describe_network(one).flows[0].chunk == pytest.approx(65536 / 2)
     assert fluid.solve(one).summary["goodput_gbps"] == pytest.approx(2.17, rel=0.05)
+
+
+@pytest.mark.slow
+@settings(max_examples=1, deadline=None, database=None)
+@given(st.just([*RX, "workload.vms=2", "run.seed=2"]))
+def test_the_random_check_takes_the_robust_point_of_a_multi_stable_draw(overrides):
+    # Seeds 2 and 3 settle at 2.64 and 4.13 Gbps (default jitter); at jitter_cv 0.2 both at
+    # 2.60-2.64, which the fluid engine meets (2.67). Four DES runs of 0.03 s after 0.03 s.
+    _agree(overrides)
