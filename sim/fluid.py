@@ -251,7 +251,6 @@ class _Flow:
     refill: bool = False
     chunk: float = 0.0
     seg_max: int = 0              # the sender's largest segment (a TSO segment or one MSS)
-    reader_core: str = ""         # the core of the data path's last context (the reader's)
 
 
 @dataclass
@@ -401,8 +400,6 @@ def describe_network(cfg: Config) -> _Net:
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
         fl = _Flow(fp, mss, hdr, seg, window, per_g, seg_max=seg_max_bytes)
-        fl.reader_core = next((ctx_core.get(h.name, "") for h in reversed(fp.data)
-                               if h.kind == CONTEXT), "")
         sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
@@ -428,10 +425,9 @@ def describe_network(cfg: Config) -> _Net:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
         fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
-    if WINDOWS_PILE_UP:
-        for fl in _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0):
-            fl.chunk = fl.window
     _compile(net)
+    piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
+    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if fl in piled], dtype=int)
     return net
 
 
@@ -491,22 +487,70 @@ def _piled_windows(flows: list, paced: bool) -> list:
     waits behind the other flows' windows at the shared handler (``_residual_waits``). DES,
     2 VMs at 2 GHz: 2.62 Gbps on seeds 1-3 (the pipelined point, 4.1-4.2 Gbps on some seeds
     at ``jitter_cv`` 0.05, is the fragile one); one VM alone keeps its two pieces (2.17).
-    Only where the flow's reader has its core to itself: flows that read on one core (two
-    sessions in one 1-vCPU VM) have their pieces spaced by each other's reads there (~65 us a
-    piece at 2 GHz, longer than the handler's pass over a piece) and keep their two pieces
-    (DES: no whole-window read in 0.02 s on seeds 1, 2; 2.46-2.62 Gbps, the fluid engine 2.65).
-    Left out: when the pile-up happens (its odds; a rule, not a rate: a flow's pieces 60-80 us
+    These are the candidates; ``_pieces_pile_up`` says which of them pile up. Left out: when the pile-up happens (its odds; a rule, not a rate: a flow's pieces 60-80 us
     apart against the other flows' passes), a larger window (its pieces would stay several
     segments), a paced or refilling sender (one burst already)."""
     by_queue: dict[str, int] = {}
-    by_reader: dict[str, int] = {}
     for fl in flows:
         by_queue[fl.data_queue] = by_queue.get(fl.data_queue, 0) + 1
-        by_reader[fl.reader_core] = by_reader.get(fl.reader_core, 0) + 1
     return [fl for fl in flows
             if not fl.refill and not paced and fl.data_queue and by_queue[fl.data_queue] > 1
-            and fl.reader_core and by_reader[fl.reader_core] == 1
             and fl.seg_max < fl.window < fl.seg_max + fl.mss]
+
+
+def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
+    """Of the candidate flows ``cand`` (``_piled_windows``), those whose two pieces pile up in
+    their receive queue's ring, at the state ``st`` of the pipelined solve: a piece waits there
+    while the handler serves the other flows' pieces, ``H_i`` = the sum over the other flows on
+    the queue of the handler's seconds per piece of theirs; the flow's own pieces leave its
+    sender spaced by its reader's work, and on a core that also reads other flows by theirs,
+    ``R_i`` = the sum over the other flows of their data work per piece on the reader's core
+    (receive pass and recv() calls). They pile up where ``H_i > R_i``: the other flows hold the
+    handler longer than the reader's sharing spaces the pieces. Seconds per piece as in
+    ``_rtt0`` (one piece's cycles / the core's clock). Fluid engine, half-window pieces at
+    2 GHz: the handler ~48 us a piece, a reader ~85 us; one VM with two sessions on one vCPU:
+    H 46 < R 85, two pieces (DES: no whole-window read in 0.02 s on seeds 1, 2, 2.46-2.62 Gbps,
+    fluid 2.65); two such VMs: H 146 > R 85, whole windows (DES, jitter_cv 0.2: 4.51 Gbps,
+    fluid 4.47 whole, 5.30 in pieces); one session per VM: R 0."""
+    cpu, pre = net.cpu, net.pre
+    n, nc = len(net.flows), len(cpu.ctx_core)
+    data = (net.e_section == 0) & (cpu.e_ctx >= 0)
+    per = st.quantities[net.e_flow, S]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
+                        / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
+    at = np.zeros((n, nc))                       # seconds per piece, per flow and context
+    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    handler = net.queue_handler[net.dq]
+    reader = np.full(n, -1)
+    rd = np.flatnonzero(net.e_recv_app)
+    reader[net.e_flow[rd]] = cpu.ctx_core[cpu.e_ctx[rd]]
+    on_core = cpu.ctx_core[None, :] == reader[:, None]        # flow i's reader core's contexts
+    piled = np.zeros(len(cand), dtype=bool)
+    for k, i in enumerate(cand):
+        others = (np.arange(n) != i)
+        same_q = others & (net.dq == net.dq[i])
+        h = at[same_q, handler[i]].sum() if handler[i] >= 0 else 0.0
+        r = at[others][:, on_core[i]].sum() if reader[i] >= 0 else 0.0
+        piled[k] = h > r
+    return piled
+
+
+def _solve_piled(net: _Net):
+    """``_solve_net``; then, where windows pile up at a shared handler (``_pieces_pile_up``
+    at the pipelined solve), those flows' windows go round whole (``chunk = window``) and the
+    network is solved again."""
+    fill, st, aux = _solve_net(net)
+    cand = net.pre.get("pile", np.zeros(0, dtype=int))
+    if not WINDOWS_PILE_UP or not len(cand):
+        return fill, st, aux
+    piled = cand[_pieces_pile_up(net, st, cand)]
+    if not len(piled):
+        return fill, st, aux
+    for i in piled:
+        net.flows[i].chunk = net.flows[i].window
+    _precompute(net)
+    return _solve_net(net)
 
 
 def _sndbuf_bytes(model: Model) -> dict[int, int]:
@@ -1261,7 +1305,7 @@ def solve(cfg: Config):
         from sim import fluid_rr
         return fluid_rr.solve(cfg)
     net = describe_network(cfg)
-    fill, st, aux = _solve_net(net)
+    fill, st, aux = _solve_piled(net)
     # No timings in the results: the same config gives the same numbers (time it outside).
     summary, tables = _report(net, fill, st, aux)
     return Results(cfg, summary, {k: None for k in summary}, [summary], tables)
