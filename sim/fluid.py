@@ -487,9 +487,9 @@ def _piled_windows(flows: list, paced: bool) -> list:
     waits behind the other flows' windows at the shared handler (``_residual_waits``). DES,
     2 VMs at 2 GHz: 2.62 Gbps on seeds 1-3 (the pipelined point, 4.1-4.2 Gbps on some seeds
     at ``jitter_cv`` 0.05, is the fragile one); one VM alone keeps its two pieces (2.17).
-    These are the candidates; ``_pieces_pile_up`` says which of them pile up. Left out: when the pile-up happens (its odds; a rule, not a rate: a flow's pieces 60-80 us
-    apart against the other flows' passes), a larger window (its pieces would stay several
-    segments), a paced or refilling sender (one burst already)."""
+    These are the candidates; ``_pieces_pile_up`` says which of them pile up. Left out: when
+    the pile-up happens (its odds; a rule, not a rate), a larger window (its pieces would stay
+    several segments), a paced or refilling sender (one burst already)."""
     by_queue: dict[str, int] = {}
     for fl in flows:
         by_queue[fl.data_queue] = by_queue.get(fl.data_queue, 0) + 1

@@ -237,13 +237,14 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # the fluid engine does not model: the skipped draws are that known gap (docs/fluid.md), to be
 # modelled, not tolerated.
 # Tenth session: that low point is modelled (a window of one segment and a sub-MSS tail goes
-# round whole when flows share a handler, ``fluid._piled_windows``; 2 VMs: DES 2.60-2.64 at
-# ``host.cpu.jitter_cv=0.2`` on seeds 1-3, fluid 2.67). A draw whose two seeds disagree is now
-# run again at ``ROBUST_JITTER_CV`` on both seeds, where the DES leaves its fragile points, and
-# checked against that if the two agree (skipped otherwise). Not the reference everywhere:
-# measured on the 30 draws below, at the default jitter (0.05) the two seeds agree within 1.0%
-# on every draw, at 0.2 within 3.3% (five draws above 1.7%) and goodput moves by up to -5%
-# (jitter's mean effect; a 2-VM 4-session 10GbE receiver at 2 GHz: 5.52 -> 5.25 Gbps).
+# round whole where its pieces pile up at a shared handler, ``fluid._pieces_pile_up``; 2 VMs:
+# DES 2.60-2.64 at ``host.cpu.jitter_cv=0.2`` on seeds 1-3, fluid 2.67). A draw whose two seeds
+# disagree is now run again at ``ROBUST_JITTER_CV`` on both seeds, where the DES leaves its
+# fragile points, and checked against that if the two agree (skipped otherwise). Not the
+# reference everywhere: measured on 30 draws of this strategy, at the default jitter (0.05)
+# the two seeds agree within 1.0% on every draw, at 0.2 within 3.3% (five draws above 1.7%)
+# and goodput moves by up to -5% (jitter's mean effect; a 2-VM 4-session 10GbE receiver at
+# 2 GHz: 5.52 -> 5.25 Gbps).
 SAME_POINT_TOL = 0.02
 ROBUST_JITTER_CV = 0.2
 GOODPUT_TOL, CPU_TOL = 0.05, 0.15
