@@ -460,8 +460,9 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     return 1 if window <= seg_max else max(2, int(window // seg_max))
 
 
-# A window of one segment and a tail under one MSS goes round whole when its flow shares its
-# receive queue's handler with other flows (``_piled_windows``); False: in its reads' pieces.
+# A window of one segment and a tail under one MSS goes round whole where its pieces pile up
+# at the receive handler it shares with other flows (``_piled_windows``, ``_pieces_pile_up``,
+# ``_solve_piled``); False: in its reads' pieces (``_reads_per_window``).
 WINDOWS_PILE_UP = True
 
 
