@@ -257,6 +257,7 @@ class _Flow:
     # ``chunk`` bytes behind the send() copies (``_rtt0``); else it writes ahead, ``chunk = seg``.
     refill: bool = False
     chunk: float = 0.0
+    seg_max: int = 0              # the sender's largest segment (a TSO segment or one MSS)
 
 
 @dataclass
@@ -407,7 +408,7 @@ def describe_network(cfg: Config) -> _Net:
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * min(1.0, f / 2)}
-        fl = _Flow(fp, mss, hdr, seg, window, per_g)
+        fl = _Flow(fp, mss, hdr, seg, window, per_g, seg_max=seg_max_bytes)
         sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
@@ -437,6 +438,8 @@ def describe_network(cfg: Config) -> _Net:
         fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
     _compile(net)
+    piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
+    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if fl in piled], dtype=int)
     return net
 
 
@@ -484,6 +487,100 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
     three of 64KB, though their segments are ceil(window / seg_max) a window)."""
     return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+# A window of one segment and a tail under one MSS goes round whole where its pieces pile up
+# at the receive handler it shares with other flows (``_piled_windows``, ``_pieces_pile_up``,
+# ``_solve_piled``); False: in its reads' pieces (``_reads_per_window``).
+WINDOWS_PILE_UP = True
+
+
+def _piled_windows(flows: list, paced: bool) -> list:
+    """The flows whose window goes round as one piece, not in ``_reads_per_window``'s: a
+    writer-ahead sender's window of one full segment and a tail under one MSS
+    (``seg_max < window < seg_max + mss``: a 64KB window, 65160-byte TSO segments) whose data
+    share a receive queue, so one handler, with another flow's.
+
+    The DES (two to three 10GbE receivers at 2, 2.93 and 4 GHz, 64KB windows, 8KB messages,
+    ``host.cpu.jitter_cv`` 0.2): the window first goes round in two pieces of about half a
+    window, each read while the other flies; the handler takes each arriving piece in a pass
+    of its own. A flow's pieces leave its sender 60-80 us apart (each as the read of the
+    other opens the window), while the handler's pass over another flow's piece takes 60 us
+    at 2 GHz: sooner or later both pieces of a flow wait in the ring behind another flow's
+    pass, the handler takes them in one pass and hands them to the guest together, and the
+    reader takes the whole window in one read. Its window update reopens the whole window,
+    which the sender fills at once: one full segment (``seg_max``), the tail under one MSS
+    held (Nagle) until that segment's ACK, read as a piece of its own. The window now goes
+    round whole, which nothing undoes (the reader never again sees part of the big segment):
+    the round trip is the whole window's service at the handler, the guest's receive pass
+    and the read, one after the other (``_rtt0`` with ``chunk = window``), plus the residual
+    waits behind the other flows' windows at the shared handler (``_residual_waits``). DES,
+    2 VMs at 2 GHz: 2.62 Gbps on seeds 1-3 (the pipelined point, 4.1-4.2 Gbps on some seeds
+    at ``jitter_cv`` 0.05, is the fragile one); one VM alone keeps its two pieces (2.17).
+    These are the candidates; ``_pieces_pile_up`` says which of them pile up. Left out: when
+    the pile-up happens (its odds; a rule, not a rate), a larger window (its pieces would stay
+    several segments), a paced or refilling sender (one burst already)."""
+    by_queue: dict[str, int] = {}
+    for fl in flows:
+        by_queue[fl.data_queue] = by_queue.get(fl.data_queue, 0) + 1
+    return [fl for fl in flows
+            if not fl.refill and not paced and fl.data_queue and by_queue[fl.data_queue] > 1
+            and fl.seg_max < fl.window < fl.seg_max + fl.mss]
+
+
+def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
+    """Of the candidate flows ``cand`` (``_piled_windows``), those whose two pieces pile up in
+    their receive queue's ring, at the state ``st`` of the pipelined solve: a piece waits there
+    while the handler serves the other flows' pieces, ``H_i`` = the sum over the other flows on
+    the queue of the handler's seconds per piece of theirs; the flow's own pieces leave its
+    sender spaced by its reader's work, and on a core that also reads other flows by theirs,
+    ``R_i`` = the sum over the other flows of their data work per piece on the reader's core
+    (receive pass and recv() calls). They pile up where ``H_i > R_i``: the other flows hold the
+    handler longer than the reader's sharing spaces the pieces. Seconds per piece as in
+    ``_rtt0`` (one piece's cycles / the core's clock). Fluid engine, half-window pieces at
+    2 GHz: the handler ~48 us a piece, a reader ~85 us; one VM with two sessions on one vCPU:
+    H 46 < R 85, two pieces (DES: no whole-window read in 0.02 s on seeds 1, 2, 2.46-2.62 Gbps,
+    fluid 2.65); two such VMs: H 146 > R 85, whole windows (DES, jitter_cv 0.2: 4.51 Gbps,
+    fluid 4.47 whole, 5.30 in pieces); one session per VM: R 0."""
+    cpu, pre = net.cpu, net.pre
+    n, nc = len(net.flows), len(cpu.ctx_core)
+    data = (net.e_section == 0) & (cpu.e_ctx >= 0)
+    per = st.quantities[net.e_flow, S]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
+                        / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
+    at = np.zeros((n, nc))                       # seconds per piece, per flow and context
+    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    handler = net.queue_handler[net.dq]
+    reader = np.full(n, -1)
+    rd = np.flatnonzero(net.e_recv_app)
+    reader[net.e_flow[rd]] = cpu.ctx_core[cpu.e_ctx[rd]]
+    on_core = cpu.ctx_core[None, :] == reader[:, None]        # flow i's reader core's contexts
+    piled = np.zeros(len(cand), dtype=bool)
+    for k, i in enumerate(cand):
+        others = (np.arange(n) != i)
+        same_q = others & (net.dq == net.dq[i])
+        h = at[same_q, handler[i]].sum() if handler[i] >= 0 else 0.0
+        r = at[others][:, on_core[i]].sum() if reader[i] >= 0 else 0.0
+        piled[k] = h > r
+    return piled
+
+
+def _solve_piled(net: _Net):
+    """``_solve_net``; then, where windows pile up at a shared handler (``_pieces_pile_up``
+    at the pipelined solve), those flows' windows go round whole (``chunk = window``) and the
+    network is solved again."""
+    fill, st, aux = _solve_net(net)
+    cand = net.pre.get("pile", np.zeros(0, dtype=int))
+    if not WINDOWS_PILE_UP or not len(cand):
+        return fill, st, aux
+    piled = cand[_pieces_pile_up(net, st, cand)]
+    if not len(piled):
+        return fill, st, aux
+    for i in piled:
+        net.flows[i].chunk = net.flows[i].window
+    _precompute(net)
+    return _solve_net(net)
 
 
 def _sndbuf_bytes(model: Model) -> dict[int, int]:
@@ -1409,7 +1506,7 @@ def _solve(cfg: Config):
         from sim import fluid_rr
         return fluid_rr.solve(cfg)
     net = describe_network(cfg)
-    fill, st, aux = _solve_net(net)
+    fill, st, aux = _solve_piled(net)
     # No timings in the results: the same config gives the same numbers (time it outside).
     summary, tables = _report(net, fill, st, aux)
     return Results(cfg, summary, {k: None for k in summary}, [summary], tables)

@@ -245,7 +245,17 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # on the low point (one NIC interrupt per round trip, both windows served as one batch), which
 # the fluid engine does not model: the skipped draws are that known gap (docs/fluid.md), to be
 # modelled, not tolerated.
+# Tenth session: that low point is modelled (a window of one segment and a sub-MSS tail goes
+# round whole where its pieces pile up at a shared handler, ``fluid._pieces_pile_up``; 2 VMs:
+# DES 2.60-2.64 at ``host.cpu.jitter_cv=0.2`` on seeds 1-3, fluid 2.67). A draw whose two seeds
+# disagree is now run again at ``ROBUST_JITTER_CV`` on both seeds, where the DES leaves its
+# fragile points, and checked against that if the two agree (skipped otherwise). Not the
+# reference everywhere: measured on 30 draws of this strategy, at the default jitter (0.05)
+# the two seeds agree within 1.0% on every draw, at 0.2 within 3.3% (five draws above 1.7%)
+# and goodput moves by up to -5% (jitter's mean effect; a 2-VM 4-session 10GbE receiver at
+# 2 GHz: 5.52 -> 5.25 Gbps).
 SAME_POINT_TOL = 0.02
+ROBUST_JITTER_CV = 0.2
 GOODPUT_TOL, CPU_TOL = 0.05, 0.08
 
 
@@ -276,10 +286,16 @@ def _agree(overrides: list[str]) -> None:
     cfg, des = _des_run(overrides)
     assume(des["loss_ratio"] <= fluid.STEADY_LOSS_RATIO)      # steady state only
     # one operating point: the DES at another seed settles where this one did
-    _, again = _des_run([*(o for o in overrides if not o.startswith("run.seed=")),
-                         f"run.seed={int(cfg.run.seed) + 1}"])
+    other_seed = [*(o for o in overrides if not o.startswith("run.seed=")),
+                  f"run.seed={int(cfg.run.seed) + 1}"]
+    _, again = _des_run(other_seed)
     assume(again["loss_ratio"] <= fluid.STEADY_LOSS_RATIO)
-    assume(again["goodput_gbps"] == pytest.approx(des["goodput_gbps"], rel=SAME_POINT_TOL))
+    if again["goodput_gbps"] != pytest.approx(des["goodput_gbps"], rel=SAME_POINT_TOL):
+        # two operating points: with more service jitter the DES settles on the robust one
+        jitter = f"host.cpu.jitter_cv={ROBUST_JITTER_CV}"
+        des, again = _des_run([*overrides, jitter])[1], _des_run([*other_seed, jitter])[1]
+        assume(max(des["loss_ratio"], again["loss_ratio"]) <= fluid.STEADY_LOSS_RATIO)
+        assume(again["goodput_gbps"] == pytest.approx(des["goodput_gbps"], rel=SAME_POINT_TOL))
     fl = fluid.solve(cfg).summary
     for key, tol in (("goodput_gbps", GOODPUT_TOL), ("host_cpu_util_pct", CPU_TOL)):
         want = (des[key] + again[key]) / 2
