@@ -51,8 +51,11 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   if longer), and is merged per pass (``docs/models.md``, interleaved transmit).
 - ACKs: one per two frames of single-frame packets, one per aggregate (``P * min(1, f / 2)``,
   ``P`` stack packets/s of ``f`` frames); plus one window update per read task, with one read
-  task per receiving pass (``min(P, interrupts)``). ACK trains: ``min(data ACKs, receiving
-  passes)`` plus the window updates (each its own train). Each ACK is one packet and one frame.
+  task per receiving pass (``min(P, interrupts)``). Under Linux's rule (``guest.stack.ack_rule:
+  rcv_mss``, the receiving stack's) one per two stack packets (``P / 2``) and no window
+  updates (the DES's read-time ACK of a short leftover outside pingpong mode is left out).
+  ACK trains: ``min(data ACKs, receiving passes)`` plus the window updates (each its own
+  train). Each ACK is one packet and one frame.
 - Every ``Charge`` costs ``fixed * rate(per) + per_packet * rate(unit) + per_byte * G`` (ACKs
   carry no payload), ``rate`` being the quantity above named by the charge's ``per``/``unit``
   on that side of the wire (``_RATES``). A unit the table does not know is reported in
@@ -250,6 +253,9 @@ class _Flow:
     # ``chunk`` bytes behind the send() copies (``_rtt0``); else it writes ahead, ``chunk = seg``.
     refill: bool = False
     chunk: float = 0.0
+    # window-update ACKs per read task: 1 under the ``frames`` ACK rule, 0 under Linux's
+    # ``rcv_mss`` rule (tcp_cleanup_rbuf updates only a window that has halved)
+    read_acks: float = 1.0
 
 
 @dataclass
@@ -277,6 +283,7 @@ class _Net:
     e_section: np.ndarray = None                    # 0 data, 1 acks (context entries), -1 other
     per_g: np.ndarray = None                        # n x NQ
     dq: np.ndarray = None
+    read_acks: np.ndarray = None
     aq: np.ndarray = None
     queues: list = field(default_factory=list)
     ack_frame_bytes: np.ndarray = None
@@ -395,10 +402,13 @@ def describe_network(cfg: Config) -> _Net:
             sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
         stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
         f = (b / seg) / stack_pk
+        # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
+        # or frame; the ``frames`` rule one per two frames, at most one per aggregate
+        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
-                 A_DATA: stack_pk * min(1.0, f / 2)}
-        fl = _Flow(fp, mss, hdr, seg, window, per_g)
+                 A_DATA: stack_pk * (0.5 if linux else min(1.0, f / 2))}
+        fl = _Flow(fp, mss, hdr, seg, window, per_g, read_acks=0.0 if linux else 1.0)
         sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, window)
         fl.refill = sndbuf is not None and sndbuf < window + seg_top
@@ -666,6 +676,7 @@ def _compile(net: _Net) -> None:
     net.queues = sorted({fl.data_queue for fl in net.flows} | {fl.ack_queue for fl in net.flows})
     qi = {q: k for k, q in enumerate(net.queues)}
     net.dq = np.array([qi[fl.data_queue] for fl in net.flows])
+    net.read_acks = np.array([fl.read_acks for fl in net.flows])
     net.aq = np.array([qi[fl.ack_queue] for fl in net.flows])
     # each NIC receive queue's handler (the first context after the ring), whose busy passes
     # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
@@ -876,7 +887,7 @@ def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndar
     clock = cpu.core_clock[cpu.ctx_core]
     cyc = np.bincount(net.e_flow[rd], net.e_coef[rd] * Q[net.e_flow[rd], net.e_q[rd]]
                       / clock[cpu.e_ctx[rd]], len(net.flows))
-    reads = Q[:, READS]
+    reads = Q[:, READS] * net.read_acks     # the window updates (none under Linux's rule)
     data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
     with np.errstate(divide="ignore", invalid="ignore"):
         lag_s = np.where(reads > 0, cyc / np.where(reads > 0, reads, 1), np.inf)
@@ -921,10 +932,11 @@ def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = N
     Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     Q[:, IRQ_D] = Q[:, IR] * kd
     # One read task per receiving pass (at most one per stack packet), each opening the window
-    # by more than 2 MSS: one window-update ACK, a train of its own.
+    # by more than 2 MSS: one window-update ACK, a train of its own (``frames`` rule; none
+    # under Linux's, ``read_acks`` 0).
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
-    Q[:, A] = Q[:, A_DATA] + Q[:, READS]
-    Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS]
+    Q[:, A] = Q[:, A_DATA] + Q[:, READS] * net.read_acks
+    Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS] * net.read_acks
     frames_all = frames + np.bincount(net.aq, Q[:, A], nq)
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
     timer_us = _timers_us(bytes_all, co)
