@@ -29,7 +29,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   seg_max)`` (the receiver reopens its window only when its application has read, so the
   sender gets a whole window back at once: 2 segments per 64KB window, 1 per 8KB, as the DES
   shows); ``S = G / seg`` segments/s (TX packets; bursts on the wire) of ``b = ceil(seg / mss)``
-  frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``.
+  frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``. Under
+  Linux's ACK rule a window whose whole MSS fit in one segment that the receiving stack takes
+  as an odd number of packets goes round as that one segment, ``W`` its whole MSS: its ACK is
+  the read's window update, and Nagle holds the sub-MSS remainder (``_nagle_held_tail``).
 - sender side: one pass of the vNIC backend and one doorbell per segment (an upper bound: the
   DES skips a paravirtual vNIC's doorbell while its backend still polls).
 - receiving NIC queue: bursts arrive whole and the coalescer fires ``timer`` after the first
@@ -378,7 +381,13 @@ def describe_network(cfg: Config) -> _Net:
         # reopens only when its application has read (the window update), so the sender gets
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
         seg_max_bytes = seg
-        seg = window / math.ceil(window / seg)
+        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
+        win = window
+        if linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+                window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
+                and cfg.peer.tx_interleave_queues > 1):
+            win = mss * (window // mss)
+        seg = win / math.ceil(win / seg)
         if cfg.workload.rate_limit_mbps > 0:
             # A paced sender writes one message when it is due and the window is open: each
             # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
@@ -404,15 +413,14 @@ def describe_network(cfg: Config) -> _Net:
         f = (b / seg) / stack_pk
         # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
         # or frame; the ``frames`` rule one per two frames, at most one per aggregate
-        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                  NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
                  A_DATA: stack_pk * (0.5 if linux else min(1.0, f / 2))}
-        fl = _Flow(fp, mss, hdr, seg, window, per_g, read_acks=0.0 if linux else 1.0)
+        fl = _Flow(fp, mss, hdr, seg, win, per_g, read_acks=0.0 if linux else 1.0)
         sndbuf = sndbufs.get(fp.flow)
-        seg_top = min(seg_max_bytes, window)
-        fl.refill = sndbuf is not None and sndbuf < window + seg_top
-        fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
+        seg_top = min(seg_max_bytes, win)
+        fl.refill = sndbuf is not None and sndbuf < win + seg_top
+        fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
         # What leaves at once (one output() of the DES's sender, its segments back to back): a
         # segment; but a refilling sender's writer waits for room for a whole message and its
         # write goes out at once, as several segments without TSO (DES,
@@ -436,6 +444,29 @@ def describe_network(cfg: Config) -> _Net:
         net.flows.append(fl)
     _compile(net)
     return net
+
+
+def _nagle_held_tail(window: int, mss: int, seg_max: int, hw: int, sw: int,
+                     interleaved: bool) -> bool:
+    """Under Linux's ACK rule (``rcv_mss``, ``models.tcp.TcpReceiver``): does the window go
+    round as its whole MSS only, one segment, its sub-MSS remainder never sent? When the whole
+    MSS of the window fit in one segment that the receiving stack takes as an odd number of
+    packets (one LRO aggregate), the last of them is not ACKed on arrival (no more than
+    rcv_mss unacknowledged: ``__tcp_ack_snd_check``) but by the window update after the read
+    (``tcp_cleanup_rbuf``), which frees the flight and reopens the window at once: the sender
+    sends the whole-MSS segment and Nagle holds the remainder behind it, every round (DES,
+    kvm_vhost_net_tx with one 64KB session: 45 x 1448 = 65160 bytes a round, the 376-byte
+    remainder never sent; its ACK after the peer's recv() copy). An even count ends with an
+    ACK on arrival of everything sent (the ``frames`` pieces); the peer's interleaved
+    transmit splits a segment per pass (left to the general form)."""
+    tail = window % mss
+    whole = window - tail
+    if not tail or interleaved or whole < mss or whole > seg_max:
+        return False
+    b = whole // mss                                   # frames of the one segment
+    merge = hw if hw > 1 else sw
+    packets = math.ceil(b / min(merge, b)) if merge > 1 else b
+    return packets % 2 == 1
 
 
 def _receiving_from(hops) -> int:
