@@ -31,8 +31,8 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   shows); ``S = G / seg`` segments/s (TX packets; bursts on the wire) of ``b = ceil(seg / mss)``
   frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``. Under
   Linux's ACK rule a window whose whole MSS fit in one segment that the receiving stack takes
-  as an odd number of packets goes round as that one segment, ``W`` its whole MSS: its ACK is
-  the read's window update, and Nagle holds the sub-MSS remainder (``_nagle_held_tail``).
+  as one aggregate goes round as that one segment, ``W`` its whole MSS: its ACK is the read's
+  window update, and Nagle holds the sub-MSS remainder (``_nagle_held_tail``).
 - sender side: one pass of the vNIC backend and one doorbell per segment (an upper bound: the
   DES skips a paravirtual vNIC's doorbell while its backend still polls).
 - receiving NIC queue: bursts arrive whole and the coalescer fires ``timer`` after the first
@@ -56,7 +56,9 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   ``P`` stack packets/s of ``f`` frames); plus one window update per read task, with one read
   task per receiving pass (``min(P, interrupts)``). Under Linux's rule (``guest.stack.ack_rule:
   rcv_mss``, the receiving stack's) one per two stack packets (``P / 2``) and no window
-  updates (the DES's read-time ACK of a short leftover outside pingpong mode is left out).
+  updates (the DES's read-time ACK of a short leftover outside pingpong mode is left out),
+  but for a window that goes round as one aggregate (``_nagle_held_tail``): only the read's
+  window update, one per segment.
   ACK trains: ``min(data ACKs, receiving passes)`` plus the window updates (each its own
   train). Each ACK is one packet and one frame.
 - Every ``Charge`` costs ``fixed * rate(per) + per_packet * rate(unit) + per_byte * G`` (ACKs
@@ -383,9 +385,10 @@ def describe_network(cfg: Config) -> _Net:
         seg_max_bytes = seg
         linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
         win = window
-        if linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
-                window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
-                and cfg.peer.tx_interleave_queues > 1):
+        held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+            window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
+            and cfg.peer.tx_interleave_queues > 1)
+        if held:
             win = mss * (window // mss)
         seg = win / math.ceil(win / seg)
         if cfg.workload.rate_limit_mbps > 0:
@@ -412,11 +415,12 @@ def describe_network(cfg: Config) -> _Net:
         stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
         f = (b / seg) / stack_pk
         # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
-        # or frame; the ``frames`` rule one per two frames, at most one per aggregate
+        # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
+        # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
+        a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
-                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
-                 A_DATA: stack_pk * (0.5 if linux else min(1.0, f / 2))}
-        fl = _Flow(fp, mss, hdr, seg, win, per_g, read_acks=0.0 if linux else 1.0)
+                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
+        fl = _Flow(fp, mss, hdr, seg, win, per_g, read_acks=0.0 if linux and not held else 1.0)
         sndbuf = sndbufs.get(fp.flow)
         seg_top = min(seg_max_bytes, win)
         fl.refill = sndbuf is not None and sndbuf < win + seg_top
@@ -450,23 +454,22 @@ def _nagle_held_tail(window: int, mss: int, seg_max: int, hw: int, sw: int,
                      interleaved: bool) -> bool:
     """Under Linux's ACK rule (``rcv_mss``, ``models.tcp.TcpReceiver``): does the window go
     round as its whole MSS only, one segment, its sub-MSS remainder never sent? When the whole
-    MSS of the window fit in one segment that the receiving stack takes as an odd number of
-    packets (one LRO aggregate), the last of them is not ACKed on arrival (no more than
-    rcv_mss unacknowledged: ``__tcp_ack_snd_check``) but by the window update after the read
-    (``tcp_cleanup_rbuf``), which frees the flight and reopens the window at once: the sender
-    sends the whole-MSS segment and Nagle holds the remainder behind it, every round (DES,
-    kvm_vhost_net_tx with one 64KB session: 45 x 1448 = 65160 bytes a round, the 376-byte
-    remainder never sent; its ACK after the peer's recv() copy). An even count ends with an
-    ACK on arrival of everything sent (the ``frames`` pieces); the peer's interleaved
-    transmit splits a segment per pass (left to the general form)."""
+    MSS of the window fit in one segment that the receiving stack takes as one packet (an LRO
+    aggregate), it is not ACKed on arrival (no more than rcv_mss unacknowledged:
+    ``__tcp_ack_snd_check``) but by the window update after the read (``tcp_cleanup_rbuf``),
+    which frees the flight and reopens the window at once: the sender sends the whole-MSS
+    segment and Nagle holds the remainder behind it, every round (DES, kvm_vhost_net_tx with
+    one 64KB session: 45 x 1448 = 65160 bytes a round, the 376-byte remainder never sent; its
+    ACK after the peer's recv() copy). A segment taken as several packets is ACKed on arrival
+    every second one and read as it comes, so its window goes round in the reads' pieces as
+    under the ``frames`` rule (DES, g80_pcie_gen1_x8: two segments per window without LRO);
+    the peer's interleaved transmit splits a segment per pass (left to that general form)."""
     tail = window % mss
     whole = window - tail
     if not tail or interleaved or whole < mss or whole > seg_max:
         return False
-    b = whole // mss                                   # frames of the one segment
     merge = hw if hw > 1 else sw
-    packets = math.ceil(b / min(merge, b)) if merge > 1 else b
-    return packets % 2 == 1
+    return merge >= whole // mss                       # the segment is one aggregate
 
 
 def _receiving_from(hops) -> int:
@@ -983,7 +986,9 @@ def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = N
     # A vCPU's virtual interrupts for ACKs: a window update arrives while the guest still polls
     # its data ACK train and rides that pass (DES, e35_tx_single_vm on 1GbE with 128KB windows:
     # 2110 virtual interrupts/s for 3600 NIC interrupts at 2700 segments/s).
-    Q[:, VIA] = np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
+    # Without data ACKs (Linux's rule, a window of one aggregate) the updates take them.
+    Q[:, VIA] = np.minimum(Q[:, IA], np.where(Q[:, A_DATA] > 0,
+                                              np.minimum(Q[:, A_DATA], Q[:, IR]), Q[:, T]))
     timer_s = units.us_to_s(np.where(net.q_polled, 0.0, timer_us)) if ADAPTIVE_RTT_TIMER \
         else None
     return _entries(net, g, Q, irq, timer_s, raw_only)
