@@ -34,7 +34,7 @@ from models import costs, units
 from models.base import ACK, DATA, ECHO, ECHO_REPLY, UDP, Burst, CycleCost, check
 from models.cpu import Context
 from models.hypervisor import VIRTUALIZATION_MODES
-from models.tcp import TcpParams, TcpReceiver, TcpSender
+from models.tcp import ACK_RULES, TcpParams, TcpReceiver, TcpSender
 from models.vnic import VirtualNic
 
 
@@ -72,6 +72,11 @@ class OsStackParams:
     # The kernel's timer frequency (CONFIG_HZ): a TSO deferral ends after more than one tick
     # since the last decision to defer (``models.tcp``). 0: no tick limit.
     timer_hz: float = 1000.0
+    # When a receiver ACKs (``models.tcp.ACK_RULES``): ``frames``, one ACK per two frames and
+    # at most one per segment (an LRO aggregate), at once for PSH; ``rcv_mss``, Linux's
+    # delayed-ACK rule (tcp_measure_rcv_mss, __tcp_ack_snd_check, tcp_cleanup_rbuf), under
+    # which an LRO aggregate handed up without gso_size counts as one long segment.
+    ack_rule: str = "frames"
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -80,6 +85,7 @@ class OsStackParams:
               "an integer in 0..64 (0: no TSO deferral)")
         check(0 <= self.timer_hz <= 10000, "timer_hz", self.timer_hz,
               "in 0..10000 Hz (0: no tick limit on TSO deferral)")
+        check(self.ack_rule in ACK_RULES, "ack_rule", self.ack_rule, f"one of {ACK_RULES}")
 
     def max_window_bytes(self, peer_scales: bool = True) -> int | None:
         """The largest window a receiver may advertise (None: its socket size)."""
@@ -166,7 +172,7 @@ class StackHost:
         r = TcpReceiver(self.env, flow, self.tcp, mss_bytes=mss_bytes, rcvbuf_bytes=rcvbuf_bytes,
                         src=self.endpoint, dst=dst, emit=self._emit,
                         max_window_bytes=self.stack.max_window_bytes(peer_scales),
-                        notify=self.notify)
+                        notify=self.notify, ack_rule=self.stack.ack_rule)
         self.receivers[flow] = r
         self.app_context(flow)
         return r
@@ -177,6 +183,9 @@ class StackHost:
         else:
             terms = {costs.STACK_TX: self.stack.tx_segment.cycles(burst.frames,
                                                                   burst.payload_bytes)}
+            receiver = self.receivers.get(burst.flow)  # the connection's other half
+            if receiver is not None:
+                receiver.data_sent()
         self.send_down(burst, terms)
 
     def charges(self, role: str) -> list[costs.Charge]:

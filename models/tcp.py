@@ -47,6 +47,16 @@ import simpy
 from models import units
 from models.base import ACK, DATA, Burst, check
 
+# Receiver ACK rules (``OsStackParams.ack_rule``): ``frames``, one ACK per ``ack_every_frames``
+# frames, at most one per segment the stack receives, at once for a pushed burst, a window
+# update after a read that opens 2 MSS; ``rcv_mss``, Linux's (``TcpReceiver``).
+ACK_RULES = ("frames", "rcv_mss")
+# Linux include/net/tcp.h (2.6.32): the smallest receive-MSS estimate a segment of this size
+# (with its TCP header) may set, and the floor of any MSS.
+TCP_MIN_RCVMSS = 536
+TCP_MIN_MSS = 88
+TCP_MAX_QUICKACKS = 16
+
 
 def _call(callback: Callable[[], None]) -> None:
     """The default ``notify``: run a woken application at once."""
@@ -285,15 +295,31 @@ class TcpSender:
             self.rto_deadline = self.env.now + self.rto_s
 
 
+def _segment_lengths(burst: Burst) -> list[int]:
+    """The payload lengths of the segments a burst's receiver takes in: its ``packets`` (an LRO
+    burst's aggregates, or single frames) share its frames evenly, the longer ones first; the
+    last ends with the burst's partial frame."""
+    p = min(burst.packets, burst.frames)
+    if p <= 1:
+        return [burst.payload_bytes]
+    k, r = divmod(burst.frames, p)
+    mss = burst.frame_payload_bytes
+    lengths = [(k + 1) * mss] * r + [k * mss] * (p - r)
+    lengths[-1] += burst.payload_bytes - burst.frames * mss
+    return lengths
+
+
 class TcpReceiver:
     """The receiving half of a connection. ``emit(burst)`` hands ACK trains to the stack below."""
 
     def __init__(self, env: simpy.Environment, flow: int, params: TcpParams, *, mss_bytes: int,
                  rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None],
                  max_window_bytes: int | None = None,
-                 notify: Callable[[Callable[[], None]], None] | None = None):
+                 notify: Callable[[Callable[[], None]], None] | None = None,
+                 ack_rule: str = "frames"):
         check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
+        check(ack_rule in ACK_RULES, "ack_rule", ack_rule, f"one of {ACK_RULES}")
         check(max_window_bytes is None or max_window_bytes >= mss_bytes, "max_window_bytes",
               max_window_bytes, f"None or >= one MSS ({mss_bytes} bytes)")
         self.max_window = rcvbuf_bytes if max_window_bytes is None else \
@@ -319,6 +345,26 @@ class TcpReceiver:
         self.beyond_window_bytes = 0
         self.acks_sent = 0
         self.acks_piggybacked = 0
+        # The ``rcv_mss`` rule's state (Linux's icsk_ack): the receive-MSS estimate (2.6.32
+        # tcp_initialize_rcv_mss: at most TCP_MIN_RCVMSS until a segment says more), the
+        # length of the last segment that could lower it, the PUSHED flags (1: PUSHED, 2:
+        # PUSHED2), rcv_wup (the sequence the last ACK sent), and pingpong (interactive mode).
+        self.ack_rule = ack_rule
+        self.rcv_mss = max(TCP_MIN_MSS, min(mss_bytes, rcvbuf_bytes // 2, TCP_MIN_RCVMSS))
+        self._tcp_header = units.TCP_HEADER_BYTES + (
+            units.TCP_TIMESTAMP_OPTION_BYTES if params.timestamps else 0)
+        self._last_seg = 0
+        self._pushed = 0
+        self._rcv_wup = 0
+        self._pingpong = False
+        self._last_rcv_s = -math.inf
+        # Quick-ACK mode (icsk_ack.quick): immediate ACKs left, granted at the first data
+        # (tcp_incr_quickack), after data out of order, and one per step of the receive
+        # window's growth (tcp_grow_window: rcv_ssthresh from tcp_select_initial_window's
+        # 4 MSS, +2 MSS per segment of 128 bytes or more, up to the window).
+        self._quick = 0
+        self._rcv_ssthresh = min(4 * mss_bytes, self.max_window)
+        self._got_data = False
 
     @property
     def readable(self) -> int:
@@ -341,6 +387,10 @@ class TcpReceiver:
             self.rcv_nxt = end
             self._merge_ooo()
             self._last_echo = burst.sent_s
+            if self.ack_rule == "rcv_mss":
+                self._in_order_rcv_mss(burst, start, had_hole)
+                self._wake_reader()
+                return
             self._unacked_frames += burst.frames
             n = self._unacked_frames // self.params.ack_every_frames
             if burst.packets < burst.frames:  # LRO aggregates: the stack sees one segment each
@@ -356,7 +406,96 @@ class TcpReceiver:
             self._wake_reader()
         else:
             self._store_ooo(start, end)
+            if self.ack_rule == "rcv_mss":  # tcp_data_queue: tcp_enter_quickack_mode
+                self._pingpong = False
+                self._incr_quickack()
             self._ack(burst.frames, dup=True, echo=-1.0)
+
+    # -- the ``rcv_mss`` rule (Linux 2.6.32, net/ipv4/tcp_input.c) --------------------------
+    def _in_order_rcv_mss(self, burst: Burst, start: int, had_hole: bool) -> None:
+        """In-order data under Linux's rule: each segment the stack receives (an LRO
+        aggregate handed up without gso_size counts whole) goes through
+        ``tcp_measure_rcv_mss``, then ``__tcp_ack_snd_check`` ACKs at once when more than
+        ``rcv_mss`` bytes arrived since the last ACK (rcv_nxt - rcv_wup > rcv_mss); PSH plays
+        no part; outside pingpong mode a quick ACK left (``_quick``) ACKs the segment at once.
+        Data that fill a hole are ACKed at once (the out-of-order queue was not empty); the
+        rest waits for the delayed-ACK timer or the reader (``read``)."""
+        self._last_rcv_s = self.env.now
+        pingpong = self._pingpong or self.interactive
+        n, ack_at, pos = 0, start, start
+        for length in _segment_lengths(burst):
+            pos += length
+            self._measure_rcv_mss(length, burst.psh)
+            if not self._got_data:
+                self._got_data = True
+                self._incr_quickack()
+            if length >= 128 and self._rcv_ssthresh < self.max_window:
+                self._rcv_ssthresh = min(self._rcv_ssthresh + 2 * self.mss, self.max_window)
+                self._quick |= 1
+            if pos - self._rcv_wup > self.rcv_mss or (self._quick and not pingpong):
+                n, ack_at = n + 1, pos
+                self._rcv_wup, self._pushed = pos, 0  # tcp_send_ack: rcv_wup, pending cleared
+                self._quick = max(0, self._quick - 1)  # tcp_dec_quickack_mode
+        if had_hole:
+            n, ack_at = max(n, 1), self.rcv_nxt
+            self._pingpong = False  # the hole is filled: out of pingpong mode
+        if n:
+            quick = self._quick
+            self._ack(n, dup=False, echo=burst.sent_s, upto=ack_at)
+            self._quick = quick  # already counted down ACK by ACK
+        self._unacked_frames = 1 if self.rcv_nxt > self._rcv_wup else 0
+        if self._unacked_frames:
+            self._arm_delack()
+
+    def _incr_quickack(self) -> None:
+        """2.6.32 ``tcp_incr_quickack``: rcv_wnd / (2 rcv_mss) quick ACKs (2 if none), at most
+        TCP_MAX_QUICKACKS (16)."""
+        quick = self.window() // (2 * self.rcv_mss) or 2
+        self._quick = max(self._quick, min(quick, TCP_MAX_QUICKACKS))
+
+    def _measure_rcv_mss(self, length: int, psh: bool) -> None:
+        """2.6.32 ``tcp_measure_rcv_mss`` for a segment of ``length`` payload bytes: a longer
+        one raises rcv_mss to its length; a shorter one lowers it only when the one before had
+        the same length (and either is at least TCP_MIN_RCVMSS with its header, or at least
+        TCP_MIN_MSS without PSH); otherwise it sets PUSHED (PUSHED2 if PUSHED was set)."""
+        lss, self._last_seg = self._last_seg, 0
+        if length >= self.rcv_mss:
+            self.rcv_mss = length
+            return
+        with_header = length + self._tcp_header
+        if with_header >= TCP_MIN_RCVMSS + units.TCP_HEADER_BYTES or (
+                with_header >= TCP_MIN_MSS + units.TCP_HEADER_BYTES and not psh):
+            self._last_seg = length
+            if length == lss:
+                self.rcv_mss = length
+                return
+        self._pushed |= 3 if self._pushed & 1 else 1
+
+    def data_sent(self) -> None:
+        """The reverse direction of this connection sent data (2.6.32 tcp_event_data_sent):
+        within ``delayed_ack_ms`` (the ato) of the last data received, the connection enters
+        pingpong (interactive) mode."""
+        if self.env.now - self._last_rcv_s < units.ms_to_s(self.params.delayed_ack_ms):
+            self._pingpong = True
+
+    def _cleanup_rbuf(self) -> None:
+        """2.6.32 ``tcp_cleanup_rbuf`` after a read: a pending ACK goes now if more than
+        rcv_mss bytes are unacknowledged, or if the read emptied the queue after a short
+        segment (PUSHED2, or PUSHED outside pingpong mode); else a window update if the window
+        now offered is at least twice what the sender still has and that is at most half the
+        largest window."""
+        pingpong = self._pingpong or self.interactive
+        if self._unacked_frames and (
+                self.rcv_nxt - self._rcv_wup > self.rcv_mss or (self.readable == 0 and (
+                    self._pushed & 2 or (self._pushed & 1 and not pingpong)))):
+            self._unacked_frames = 0
+            self._ack(1, dup=False, echo=self._last_echo)
+            return
+        offered = max(0, self._last_right_edge - self.rcv_nxt)
+        if 2 * offered <= self.max_window:
+            wnd = self.window()
+            if wnd and wnd >= 2 * offered:
+                self._ack(1, dup=False, echo=-1.0)
 
     def _merge_ooo(self) -> None:
         while self._ooo_starts and self._ooo_starts[0] <= self.rcv_nxt:
@@ -370,17 +509,24 @@ class TcpReceiver:
             bisect.insort(self._ooo_starts, start)
             self._ooo_ends[start] = end
 
-    def _ack(self, n: int, dup: bool, echo: float) -> None:
+    def _ack(self, n: int, dup: bool, echo: float, upto: int | None = None) -> None:
         self.acks_sent += n
-        self.emit(self._ack_burst(n, dup, echo))
+        self.emit(self._ack_burst(n, dup, echo, upto))
 
-    def _ack_burst(self, n: int, dup: bool, echo: float) -> Burst:
+    def _ack_burst(self, n: int, dup: bool, echo: float, upto: int | None = None) -> Burst:
+        """An ACK train acknowledging ``upto`` (default: everything received, rcv_nxt); its
+        window keeps the right edge rcv_nxt + free space."""
         self._delack_gen += 1
+        ack = self.rcv_nxt if upto is None else upto
         wnd = self.window()
-        self._last_right_edge = self.rcv_nxt + wnd
+        if ack != self.rcv_nxt:
+            wnd = min(self.max_window, wnd + self.rcv_nxt - ack)
+        self._last_right_edge = ack + wnd
         self._max_right_edge = max(self._max_right_edge, self._last_right_edge)
+        self._rcv_wup, self._pushed = ack, 0
+        self._quick = max(0, self._quick - n)  # tcp_event_ack_sent: tcp_dec_quickack_mode
         sack_edge = self._ooo_starts[0] if self._ooo_starts else 0
-        return Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=self.rcv_nxt,
+        return Burst(ACK, self.flow, 0, n, n, self.header_bytes, self.mss, ack=ack,
                      window_bytes=wnd, sack_edge=sack_edge, dup=dup, sent_s=self.env.now,
                      echo_s=echo, dst=self.dst, src=self.src)
 
@@ -401,6 +547,7 @@ class TcpReceiver:
     def _delack_expire(self, gen: int) -> None:
         if gen == self._delack_gen and self._unacked_frames:
             self._unacked_frames = 0
+            self._pingpong = False  # 2.6.32 tcp_delack_timer: a missed delayed ACK
             self._ack(1, dup=False, echo=self._last_echo)
 
     # -- application side -------------------------------------------------------------------
@@ -422,6 +569,10 @@ class TcpReceiver:
         n = min(max_bytes, self.readable)
         self.read_seq += n
         self.bytes_read += n
+        if self.ack_rule == "rcv_mss":
+            if n:
+                self._cleanup_rbuf()
+            return n
         threshold = min(2 * self.mss, self.rcvbuf // 2)
         if self.rcv_nxt + self.window() - self._last_right_edge >= threshold:
             self._ack(1, dup=False, echo=-1.0)

@@ -31,7 +31,10 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   shows); ``S = G / seg`` segments/s (TX packets; bursts on the wire) of ``b = ceil(seg / mss)``
   frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``. A
   writer-ahead sender puts each piece its receiver's reads reopen on the wire at once (its
-  segments back to back): its bursts ``B`` are the pieces (``_piece_burst``).
+  segments back to back): its bursts ``B`` are the pieces (``_piece_burst``). Under Linux's
+  ACK rule a window whose whole MSS fit in one segment that the receiving stack takes as one
+  aggregate goes round as that one segment, ``W`` its whole MSS: its ACK is the read's window
+  update, and Nagle holds the sub-MSS remainder (``_nagle_held_tail``).
 - sender side: one pass of the vNIC backend and one doorbell per segment (an upper bound: the
   DES skips a paravirtual vNIC's doorbell while its backend still polls).
 - receiving NIC queue: bursts arrive whole and the coalescer fires ``timer`` after the first
@@ -56,8 +59,13 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
   if longer), and is merged per pass (``docs/models.md``, interleaved transmit).
 - ACKs: one per two frames of single-frame packets, one per aggregate (``P * min(1, f / 2)``,
   ``P`` stack packets/s of ``f`` frames); plus one window update per read task, with one read
-  task per receiving pass (``min(P, interrupts)``). ACK trains: ``min(data ACKs, receiving
-  passes)`` plus the window updates (each its own train). Each ACK is one packet and one frame.
+  task per receiving pass (``min(P, interrupts)``). Under Linux's rule (``guest.stack.ack_rule:
+  rcv_mss``, the receiving stack's) one per two stack packets (``P / 2``) and no window
+  updates (the DES's read-time ACK of a short leftover outside pingpong mode is left out),
+  but for a window that goes round as one aggregate (``_nagle_held_tail``): only the read's
+  window update, one per segment.
+  ACK trains: ``min(data ACKs, receiving passes)`` plus the window updates (each its own
+  train). Each ACK is one packet and one frame.
 - Every ``Charge`` costs ``fixed * rate(per) + per_packet * rate(unit) + per_byte * G`` (ACKs
   carry no payload), ``rate`` being the quantity above named by the charge's ``per``/``unit``
   on that side of the wire (``_RATES``). A unit the table does not know is reported in
@@ -258,6 +266,9 @@ class _Flow:
     refill: bool = False
     chunk: float = 0.0
     seg_max: int = 0              # the sender's largest segment (a TSO segment or one MSS)
+    # window-update ACKs per read task: 1 under the ``frames`` ACK rule, 0 under Linux's
+    # ``rcv_mss`` rule (tcp_cleanup_rbuf updates only a window that has halved)
+    read_acks: float = 1.0
 
 
 @dataclass
@@ -285,6 +296,7 @@ class _Net:
     e_section: np.ndarray = None                    # 0 data, 1 acks (context entries), -1 other
     per_g: np.ndarray = None                        # n x NQ
     dq: np.ndarray = None
+    read_acks: np.ndarray = None
     aq: np.ndarray = None
     queues: list = field(default_factory=list)
     ack_frame_bytes: np.ndarray = None
@@ -381,7 +393,14 @@ def describe_network(cfg: Config) -> _Net:
         # reopens only when its application has read (the window update), so the sender gets
         # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
         seg_max_bytes = seg
-        seg = window / math.ceil(window / seg)
+        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
+        win = window
+        held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+            window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
+            and cfg.peer.tx_interleave_queues > 1)
+        if held:
+            win = mss * (window // mss)
+        seg = win / math.ceil(win / seg)
         if cfg.workload.rate_limit_mbps > 0:
             # A paced sender writes one message when it is due and the window is open: each
             # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
@@ -405,14 +424,18 @@ def describe_network(cfg: Config) -> _Net:
             sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
         stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
         f = (b / seg) / stack_pk
+        # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
+        # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
+        # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
+        a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
         per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
-                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk,
-                 A_DATA: stack_pk * min(1.0, f / 2)}
-        fl = _Flow(fp, mss, hdr, seg, window, per_g, seg_max=seg_max_bytes)
+                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
+        fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,
+                   read_acks=0.0 if linux and not held else 1.0)
         sndbuf = sndbufs.get(fp.flow)
-        seg_top = min(seg_max_bytes, window)
-        fl.refill = sndbuf is not None and sndbuf < window + seg_top
-        fl.chunk = seg_top if fl.refill else window / _reads_per_window(window, seg_max_bytes)
+        seg_top = min(seg_max_bytes, win)
+        fl.refill = sndbuf is not None and sndbuf < win + seg_top
+        fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
         # What leaves at once (one output() of the DES's sender, its segments back to back): a
         # segment; but a refilling sender's writer waits for room for a whole message and its
         # write goes out at once, as several segments without TSO (DES,
@@ -458,6 +481,28 @@ def _piece_burst(seg: float, piece: float) -> float:
     interrupts/s for 13400 segments/s and 2710 windows/s of 4 pieces). A piece within one
     segment is that segment."""
     return max(seg, piece)
+
+
+def _nagle_held_tail(window: int, mss: int, seg_max: int, hw: int, sw: int,
+                     interleaved: bool) -> bool:
+    """Under Linux's ACK rule (``rcv_mss``, ``models.tcp.TcpReceiver``): does the window go
+    round as its whole MSS only, one segment, its sub-MSS remainder never sent? When the whole
+    MSS of the window fit in one segment that the receiving stack takes as one packet (an LRO
+    aggregate), it is not ACKed on arrival (no more than rcv_mss unacknowledged:
+    ``__tcp_ack_snd_check``) but by the window update after the read (``tcp_cleanup_rbuf``),
+    which frees the flight and reopens the window at once: the sender sends the whole-MSS
+    segment and Nagle holds the remainder behind it, every round (DES, kvm_vhost_net_tx with
+    one 64KB session: 45 x 1448 = 65160 bytes a round, the 376-byte remainder never sent; its
+    ACK after the peer's recv() copy). A segment taken as several packets is ACKed on arrival
+    every second one and read as it comes, so its window goes round in the reads' pieces as
+    under the ``frames`` rule (DES, g80_pcie_gen1_x8: two segments per window without LRO);
+    the peer's interleaved transmit splits a segment per pass (left to that general form)."""
+    tail = window % mss
+    whole = window - tail
+    if not tail or interleaved or whole < mss or whole > seg_max:
+        return False
+    merge = hw if hw > 1 else sw
+    return merge >= whole // mss                       # the segment is one aggregate
 
 
 def _receiving_from(hops) -> int:
@@ -781,6 +826,7 @@ def _compile(net: _Net) -> None:
     net.queues = sorted({fl.data_queue for fl in net.flows} | {fl.ack_queue for fl in net.flows})
     qi = {q: k for k, q in enumerate(net.queues)}
     net.dq = np.array([qi[fl.data_queue] for fl in net.flows])
+    net.read_acks = np.array([fl.read_acks for fl in net.flows])
     net.aq = np.array([qi[fl.ack_queue] for fl in net.flows])
     # each NIC receive queue's handler (the first context after the ring), whose busy passes
     # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
@@ -1041,7 +1087,7 @@ def _updates_in_round(net: _Net, Q: np.ndarray, timer_us: np.ndarray) -> np.ndar
     rd_flow, rd_coef, rd_q, rd_ctx = net.pre["recv_app"]
     clock = cpu.core_clock[cpu.ctx_core]
     cyc = np.bincount(rd_flow, rd_coef * np.take(Q, rd_q) / clock[rd_ctx], len(net.flows))
-    reads = Q[:, READS]
+    reads = Q[:, READS] * net.read_acks     # the window updates (none under Linux's rule)
     data_trains = np.minimum(Q[:, A_DATA], Q[:, IR])
     with np.errstate(divide="ignore", invalid="ignore"):
         lag_s = np.where(reads > 0, cyc / np.where(reads > 0, reads, 1), np.inf)
@@ -1141,7 +1187,9 @@ def _ack_virtual_interrupts(net: _Net, Q: np.ndarray) -> np.ndarray:
     ``U_o`` is priced with every ACK interrupt raising one (an upper bound)."""
     base = Q[:, IRQ_A]
     if not WINDOW_UPDATE_RIDES_OTHERS:
-        return np.minimum(Q[:, IA], np.minimum(Q[:, A_DATA], Q[:, IR]))
+        # Without data ACKs (Linux's rule, a window of one aggregate) the updates take them.
+        return np.minimum(Q[:, IA], np.where(Q[:, A_DATA] > 0,
+                                             np.minimum(Q[:, A_DATA], Q[:, IR]), Q[:, T]))
     n = len(net.flows)
     Qv = Q.copy()
     Qv[:, VIA] = Q[:, IA]
@@ -1149,7 +1197,8 @@ def _ack_virtual_interrupts(net: _Net, Q: np.ndarray) -> np.ndarray:
     others = busy[np.arange(n), np.maximum(net.via_ctx, 0)]
     ride = np.where(_update_in_own_pass(net, Q), 1.0, others)
     with np.errstate(divide="ignore", invalid="ignore"):
-        updates = np.where(Q[:, T] > 0, Q[:, READS] / np.where(Q[:, T] > 0, Q[:, T], 1), 0.0)
+        updates = np.where(Q[:, T] > 0, Q[:, READS] * net.read_acks
+                           / np.where(Q[:, T] > 0, Q[:, T], 1), 0.0)
     return np.where(net.via_ctx >= 0, base * (1 - updates * ride), Q[:, IA])
 
 
@@ -1189,10 +1238,11 @@ def _demands(net: _Net, rates, busy: tuple | None = None, prev: State | None = N
     Q[:, IR] = _share(irq_data[net.dq], Q[:, B], bursts[net.dq])
     Q[:, IRQ_D] = Q[:, IR] * kd
     # One read task per receiving pass (at most one per stack packet), each opening the window
-    # by more than 2 MSS: one window-update ACK, a train of its own.
+    # by more than 2 MSS: one window-update ACK, a train of its own (``frames`` rule; none
+    # under Linux's, ``read_acks`` 0).
     Q[:, READS] = np.minimum(Q[:, STACK_PK], Q[:, IR])
-    Q[:, A] = Q[:, A_DATA] + Q[:, READS]
-    Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS]
+    Q[:, A] = Q[:, A_DATA] + Q[:, READS] * net.read_acks
+    Q[:, T] = np.minimum(Q[:, A_DATA], Q[:, IR]) + Q[:, READS] * net.read_acks
     frames_all = frames + np.bincount(net.aq, Q[:, A], nq)
     bytes_all = nbytes + np.bincount(net.aq, Q[:, A] * net.ack_frame_bytes, nq)
     timer_us = _timers_us(bytes_all, co)

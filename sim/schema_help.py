@@ -171,6 +171,9 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
         "more than one tick since the last decision to defer (0: no limit) [Hz]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "
                                   "SO_SNDBUF) [-]",
+    "OsStackParams.ack_rule": "when a receiver ACKs: frames (one ACK per two frames, at most "
+        "one per segment, at once for PSH) or rcv_mss (Linux: when more than the measured "
+        "receive MSS is unacknowledged; an LRO aggregate without gso_size is one segment) [-]",
     "PeerParams.tx_ring_slots": "the client NIC's TX ring [packets]",
     "PeerParams.rx_queues": "RSS receive queues, each with a softirq context on its own core [-]",
     "PeerParams.rx_coalescing": "the client NIC's receive interrupt moderation: nic = the port's own (nic.coalescing), throttle = at most one interrupt per rx_throttle_us [-]",

@@ -28,9 +28,14 @@ def test_each_wakeup_of_a_halted_vcpu_costs_its_price(compose, run_one):
     assert cfg.hypervisor.name == "esx35"
     wakeups = model.vnics[0].halt_wakeups
     assert wakeups > 0 and price > 0
-    # the cycles the term holds over the whole run are the wake-ups times the price
+    # the cycles the term holds over the whole run are the wake-ups times the price, but for
+    # one at the window's end: a wake-up is counted when its pass is priced (queued on the
+    # halted vCPU) and its cycles credited when that task completes (``Context._credit``);
+    # a queued task leaves the vCPU not idle, so at most one counted wake-up is uncredited
     vcpu = next(c for c in model.contexts if c.name == "vm0.vcpu0")
-    assert vcpu.term_cycles["halt_wakeup"] == pytest.approx(wakeups * price)
+    credited = vcpu.term_cycles["halt_wakeup"] / price
+    assert credited == pytest.approx(round(credited))          # whole wake-ups only
+    assert wakeups - 1 <= round(credited) <= wakeups, (credited, wakeups)
     # and a TCP_RR loop, which idles between transactions, pays it on its critical path
     _, free, t_free = run_one(compose([*RR, "hypervisor.vcpu_halt_wakeup_cycles=0"], short=False))
     assert _halt_terms(t_free) == 0
