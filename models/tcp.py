@@ -7,7 +7,11 @@ Modelled:
   ``tso_win_divisor`` > 0 (Linux's ``tcp_tso_should_defer``, sysctl ``tcp_tso_win_divisor``)
   a TSO sender in the open state defers a segment that the window cuts short until the window
   allows a whole ``seg_max_bytes`` or a ``1/tso_win_divisor`` share of min(peer window, cwnd),
-  while data is in flight (an ACK will come); 0: it sends what each ACK allows. Fast retransmit after
+  while data is in flight (an ACK will come); 0: it sends what each ACK allows. With
+  ``ack_by_ack`` a train of n ACKs is taken one ACK at a time, the sender trying to send after
+  each (Linux's ``tcp_rcv_established``: ``tcp_ack`` then ``tcp_data_snd_check`` per packet);
+  otherwise as one cumulative ACK. With ``hystart_low_window`` > 0, 2.6.32 CUBIC's HyStart may
+  end slow start (``_hystart``). Fast retransmit after
   ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
   the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
   exponential back-off, and a window probe when the peer's window is closed.
