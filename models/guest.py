@@ -77,12 +77,23 @@ class OsStackParams:
     # delayed-ACK rule (tcp_measure_rcv_mss, __tcp_ack_snd_check, tcp_cleanup_rbuf), under
     # which an LRO aggregate handed up without gso_size counts as one long segment.
     ack_rule: str = "frames"
+    # An ACK train (a Burst of n ACKs) taken one ACK at a time, the stack trying to send after
+    # each (Linux: tcp_ack then tcp_data_snd_check per packet); False: as one cumulative ACK.
+    ack_by_ack: bool = False
+    # CUBIC's HyStart (Linux 2.6.29-2.6.38 tcp_cubic.c, module parameter hystart_low_window):
+    # slow start may end by ACK-train or delay detection once cwnd holds this many segments.
+    # 0: off (plain slow start to the first loss).
+    hystart_low_window: int = 0
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check(1.0 <= self.sndbuf_scale <= 4.0, "sndbuf_scale", self.sndbuf_scale, "in 1..4")
         check(0 <= self.tso_win_divisor <= 64, "tso_win_divisor", self.tso_win_divisor,
               "an integer in 0..64 (0: no TSO deferral)")
+        check(0 <= self.hystart_low_window <= 1000, "hystart_low_window", self.hystart_low_window,
+              "in 0..1000 segments (0: no HyStart)")
+        check(not self.hystart_low_window or self.timer_hz > 0, "timer_hz", self.timer_hz,
+              "> 0 with hystart_low_window (HyStart counts jiffies)")
         check(0 <= self.timer_hz <= 10000, "timer_hz", self.timer_hz,
               "in 0..10000 Hz (0: no tick limit on TSO deferral)")
         check(self.ack_rule in ACK_RULES, "ack_rule", self.ack_rule, f"one of {ACK_RULES}")
@@ -161,7 +172,8 @@ class StackHost:
                       src=self.endpoint, dst=dst, emit=self._emit,
                       peer_window_bytes=peer_window_bytes, notify=self.notify,
                       tso_win_divisor=self.stack.tso_win_divisor,
-                      timer_hz=self.stack.timer_hz)
+                      timer_hz=self.stack.timer_hz, ack_by_ack=self.stack.ack_by_ack,
+                      hystart_low_window=self.stack.hystart_low_window)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s

@@ -7,7 +7,11 @@ Modelled:
   ``tso_win_divisor`` > 0 (Linux's ``tcp_tso_should_defer``, sysctl ``tcp_tso_win_divisor``)
   a TSO sender in the open state defers a segment that the window cuts short until the window
   allows a whole ``seg_max_bytes`` or a ``1/tso_win_divisor`` share of min(peer window, cwnd),
-  while data is in flight (an ACK will come); 0: it sends what each ACK allows. Fast retransmit after
+  while data is in flight (an ACK will come); 0: it sends what each ACK allows. With
+  ``ack_by_ack`` a train of n ACKs is taken one ACK at a time, the sender trying to send after
+  each (Linux's ``tcp_rcv_established``: ``tcp_ack`` then ``tcp_data_snd_check`` per packet);
+  otherwise as one cumulative ACK. With ``hystart_low_window`` > 0, 2.6.32 CUBIC's HyStart may
+  end slow start (``_hystart``). Fast retransmit after
   ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
   the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
   exponential back-off, and a window probe when the peer's window is closed.
@@ -88,13 +92,18 @@ class TcpSender:
                  seg_max_bytes: int, sndbuf_bytes: int, tso: bool, src: int, dst: int,
                  emit: Callable[[Burst], None], peer_window_bytes: int | None = None,
                  notify: Callable[[Callable[[], None]], None] | None = None,
-                 tso_win_divisor: int = 0, timer_hz: float = 0.0):
+                 tso_win_divisor: int = 0, timer_hz: float = 0.0, ack_by_ack: bool = False,
+                 hystart_low_window: int = 0):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         check(tso_win_divisor >= 0, "tso_win_divisor", tso_win_divisor, ">= 0")
         check(timer_hz >= 0, "timer_hz", timer_hz, ">= 0 (0: no tick limit)")
+        check(hystart_low_window >= 0, "hystart_low_window", hystart_low_window, ">= 0")
+        check(not hystart_low_window or timer_hz > 0, "timer_hz", timer_hz,
+              "> 0 with hystart_low_window (HyStart counts jiffies)")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
         self.tso_win_divisor = tso_win_divisor if tso else 0
+        self.ack_by_ack = ack_by_ack  # a train of n ACKs taken one ACK at a time (Linux)
         self.tso_deferrals = 0  # times a window-cut TSO segment waited for more ACKs
         self.tso_deferral_timeouts = 0  # deferrals ended by the two-tick limit
         # The deferral's two-tick limit (Linux 2.6.32 ``tp->tso_deferred``): the jiffy of the
@@ -124,6 +133,10 @@ class TcpSender:
         self._space_waiter: tuple[int, Callable[[], None]] | None = None
         # The held ACK of the reverse direction, taken when a data burst leaves (piggy-back).
         self.ack_source: Callable[[], Burst | None] | None = None
+        # CUBIC's HyStart as in Linux 2.6.32 (``_hystart``); 0: off (plain slow start).
+        self.hystart_low_window = hystart_low_window
+        self.hystart_exits = 0
+        self._hs_reset()
         env.process(self._timer())
 
     # -- application side -------------------------------------------------------------------
@@ -202,6 +215,9 @@ class TcpSender:
 
     # -- ACK processing ---------------------------------------------------------------------
     def on_ack(self, ack: Burst) -> None:
+        if self.ack_by_ack and ack.packets > 1 and ack.ack > self.snd_una \
+                and self.recover is None:
+            self._train_steps(ack)
         if ack.ack >= self.snd_una:  # an old ACK must not move the window (nor shrink it)
             self.peer_right_edge = max(self.peer_right_edge, ack.ack + ack.window_bytes)
         if ack.ack > self.snd_una:
@@ -211,12 +227,34 @@ class TcpSender:
         self._wake_writer()
         self.output()
 
-    def _new_ack(self, ack: Burst) -> None:
-        acked = ack.ack - self.snd_una
-        self.snd_una = ack.ack
+    def _train_steps(self, ack: Burst) -> None:
+        """The first n-1 ACKs of a train of n (Linux ``tcp_ack`` then ``tcp_data_snd_check`` per
+        packet): each acknowledges its share of the train's frames (the receiver ACKed every
+        ``ack_every_frames`` frames, so each point falls on an MSS boundary) with the window
+        advertised from its own point, and the sender tries to send after each; the last one
+        is ``ack`` itself (``on_ack``)."""
+        start, acked = self.snd_una, ack.ack - self.snd_una
+        per_ack_frames = -(-acked // self.mss) / ack.packets
+        for i in range(1, ack.packets):
+            to = start + min(acked, round(per_ack_frames * i) * self.mss)
+            if to <= self.snd_una:
+                continue
+            self.peer_right_edge = max(self.peer_right_edge, to + ack.window_bytes)
+            self._new_ack(ack, to, sample=False)
+            self._wake_writer()
+            self.output()
+            if self.recover is not None:
+                return
+
+    def _new_ack(self, ack: Burst, to: int | None = None, sample: bool = True) -> None:
+        """Acknowledge up to ``to`` (None: ``ack``'s own edge; else a point inside its train,
+        which takes no RTT sample)."""
+        to = ack.ack if to is None else to
+        acked = to - self.snd_una
+        self.snd_una = to
         self.snd_nxt = max(self.snd_nxt, self.snd_una)
         self.dupacks = 0
-        if ack.echo_s >= 0:
+        if sample and ack.echo_s >= 0:
             self._rtt_sample(self.env.now - ack.echo_s)
         self.rto_deadline = self.env.now + self.rto_s if self.flight > 0 else None
         if self.recover is not None:
@@ -226,6 +264,11 @@ class TcpSender:
             else:
                 self._retransmit_hole(ack)
             return
+        if self.cwnd < self.ssthresh:
+            if self.hystart_low_window and sample and ack.echo_s >= 0:
+                self._hystart(self.env.now - ack.echo_s, ack.packets)
+            if self.hystart_low_window and self.snd_una > self._hs_end_seq:
+                self._hs_round()  # bictcp_cong_avoid: a new round once its end is acked
         if self.cwnd < self.ssthresh:
             self.cwnd += acked
         else:
@@ -256,6 +299,53 @@ class TcpSender:
             self.srtt_s = 0.875 * self.srtt_s + 0.125 * rtt_s
         self.rto_s = max(units.ms_to_s(self.params.min_rto_ms), self.srtt_s + 4 * self.rttvar_s)
 
+    # -- HyStart (Linux 2.6.32 net/ipv4/tcp_cubic.c) ------------------------------------------
+    def _hs_reset(self) -> None:
+        """``bictcp_reset`` (at the start and on a timeout: the CA_Loss state): forget the
+        minimum delay and whether slow start was left; then a new round."""
+        self._hs_found = False
+        self._hs_delay_min = 0  # eighths of a jiffy, as the kernel's ca->delay_min
+        self._hs_round()
+
+    def _hs_round(self) -> None:
+        """``bictcp_hystart_reset``: a round starts now and ends when ``snd_nxt`` is acked."""
+        jiffy = math.floor(self.env.now * self.timer_hz) if self.timer_hz else 0
+        self._hs_round_start = self._hs_last_jiffy = jiffy
+        self._hs_end_seq = self.snd_nxt
+        self._hs_curr_rtt = 0
+        self._hs_samples = 0
+
+    def _hystart(self, rtt_s: float, acks: int = 1) -> None:
+        """``bictcp_acked`` then ``hystart_update`` for an ACK with an RTT sample in slow start
+        (cwnd of at least ``hystart_low_window`` segments): leave slow start (ssthresh = cwnd)
+        on an ACK train (ACKs less than 2 jiffies apart for at least delay_min>>4 jiffies since
+        the round began: with a minimum RTT under 2 jiffies that threshold is 0, so the first
+        such ACK ends slow start) or on a delay increase (the least of the round's first 8
+        samples above the minimum by clamp(delay_min>>4, 2, 16) jiffies). Delays are in
+        eighths of a jiffy, the RTT rounded up to whole jiffies (``usecs_to_jiffies``). The
+        ``acks`` ACKs of a train echo one timestamp: each gives the same sample."""
+        delay = max(1, math.ceil(rtt_s * self.timer_hz - 1e-9)) << 3
+        if self._hs_delay_min == 0 or self._hs_delay_min > delay:
+            self._hs_delay_min = delay
+        if self._hs_found or self.cwnd < self.hystart_low_window * self.mss:
+            return
+        jiffy = math.floor(self.env.now * self.timer_hz)
+        if jiffy - self._hs_last_jiffy <= 2:
+            self._hs_last_jiffy = jiffy
+            if jiffy - self._hs_round_start >= self._hs_delay_min >> 4:
+                self._hs_found = True  # HYSTART_ACK_TRAIN
+        taken = min(acks, 8 - self._hs_samples) if self._hs_samples < 8 else 0
+        if taken:  # the round's first 8 samples: their least
+            if self._hs_curr_rtt == 0 or self._hs_curr_rtt > delay:
+                self._hs_curr_rtt = delay
+            self._hs_samples += taken
+        threshold = min(max(self._hs_delay_min >> 4, 2 << 3), 16 << 3)
+        if acks > taken and self._hs_curr_rtt > self._hs_delay_min + threshold:
+            self._hs_found = True  # HYSTART_DELAY
+        if self._hs_found:
+            self.ssthresh = self.cwnd
+            self.hystart_exits += 1
+
     def _wake_writer(self) -> None:
         if self._space_waiter and self.space() >= self._space_waiter[0]:
             _, callback = self._space_waiter
@@ -283,6 +373,8 @@ class TcpSender:
 
     def _on_timeout(self) -> None:
         self.timeouts += 1
+        if self.hystart_low_window:
+            self._hs_reset()  # CUBIC's CA_Loss: bictcp_reset and a new HyStart round
         self.ssthresh = max(self.flight / 2, 2 * self.mss)
         self.cwnd = self.mss
         self.snd_nxt = self.snd_una  # go back N

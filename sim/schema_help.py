@@ -169,6 +169,12 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
         "the window is open (Linux tcp_tso_win_divisor; 0: none) [-]",
     "OsStackParams.timer_hz": "kernel timer frequency (CONFIG_HZ): a TSO deferral ends after "
         "more than one tick since the last decision to defer (0: no limit) [Hz]",
+    "OsStackParams.ack_by_ack": "an ACK train is taken one ACK at a time, the stack trying to "
+        "send after each (Linux tcp_rcv_established per packet); false: as one cumulative ACK "
+        "[bool]",
+    "OsStackParams.hystart_low_window": "CUBIC HyStart as in Linux 2.6.32: slow start may end "
+        "by ACK-train or delay detection once cwnd holds this many segments (0: off) "
+        "[segments]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "
                                   "SO_SNDBUF) [-]",
     "OsStackParams.ack_rule": "when a receiver ACKs: frames (one ACK per two frames, at most "

@@ -313,3 +313,66 @@ def test_tso_deferral_ends_after_two_timer_ticks():
     # 2.6.32 restamps at every decision to defer: ACKs 1-1.4 ms apart never span two ticks
     # (jiffies 0, 1, 2), so the 6 open frames still wait (a kept first stamp would send them).
     assert _acks_at([0.0001, 0.0015, 0.0025], 1000.0) == ([], 0)
+
+
+def _train(snd, acks, frames_each=2):
+    """A train of ``acks`` ACKs (one Burst, as the NIC and vNIC deliver them), the last one
+    acknowledging ``acks * frames_each`` more frames."""
+    return Burst(ACK, 0, 0, acks, acks, 52, MSS, ack=snd.snd_una + acks * frames_each * MSS,
+                 window_bytes=24 * MSS)
+
+
+@pytest.mark.parametrize("ack_by_ack, sizes", [
+    # One cumulative ACK: the 12 frames the train opened leave as one segment.
+    (False, [12]),
+    # ACK by ACK (Linux's tcp_rcv_established per packet): deferral cuts at 1/3 of the 24-frame
+    # window, 8 frames; the last two ACKs' 4 frames wait for more ACKs.
+    (True, [8]),
+])
+def test_an_ack_train_taken_ack_by_ack_cuts_tso_segments_at_the_deferral_share(ack_by_ack,
+                                                                                  sizes):
+    env = simpy.Environment()
+    sent: list[Burst] = []
+    snd = TcpSender(env, 0, TcpParams(initial_cwnd_segments=1000), mss_bytes=MSS,
+                    seg_max_bytes=44 * MSS, sndbuf_bytes=400 * MSS, tso=True, src=1, dst=2,
+                    emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=3,
+                    ack_by_ack=ack_by_ack)
+    snd.write(200 * MSS)
+    sent.clear()
+    snd.on_ack(_train(snd, 6))
+    assert [b.frames for b in sent] == sizes
+    assert snd.snd_una == 12 * MSS  # the whole train acknowledged either way
+
+
+def _slow_start(hystart_low_window, rtt_s, rounds=6):
+    """A sender in slow start whose every window comes back as one train of ACKs (one per
+    2 frames) ``rtt_s`` after it left: its cwnd (segments) and ssthresh after ``rounds``."""
+    env = simpy.Environment()
+    sent: list[Burst] = []
+    snd = TcpSender(env, 0, TcpParams(initial_cwnd_segments=4), mss_bytes=MSS,
+                    seg_max_bytes=44 * MSS, sndbuf_bytes=4000 * MSS, tso=True, src=1, dst=2,
+                    emit=sent.append, peer_window_bytes=4000 * MSS, timer_hz=1000.0,
+                    hystart_low_window=hystart_low_window)
+    snd.write(4000 * MSS)
+
+    def clock():
+        for _ in range(rounds):
+            yield env.timeout(rtt_s)
+            flight = snd.flight // MSS
+            snd.on_ack(Burst(ACK, 0, 0, flight // 2, flight // 2, 52, MSS, ack=snd.snd_nxt,
+                             window_bytes=4000 * MSS, echo_s=env.now - rtt_s))
+    env.process(clock())
+    env.run(until=rounds * rtt_s + 1e-9)
+    return snd.cwnd / MSS, snd.ssthresh / MSS, snd.hystart_exits
+
+
+def test_hystart_ends_slow_start_at_the_low_window_on_a_lan():
+    # No HyStart: cwnd doubles every round, 4 -> 256 segments, no ssthresh.
+    assert _slow_start(0, 100e-6) == (256, float("inf"), 0)
+    # 2.6.32 HyStart, RTT 0.1 ms (delay_min>>4 = 0 jiffies): the first ACK train at cwnd >= 16
+    # ends slow start there (ssthresh = cwnd = 16, round 3); congestion avoidance then adds one
+    # MSS a round (rounds 3-6).
+    assert _slow_start(16, 100e-6) == (20, 16, 1)
+    # A 5-ms RTT (delay_min 5 jiffies, >>4 = 2): ACK trains 5 jiffies apart never make a train
+    # and the delay never rises: slow start goes on.
+    assert _slow_start(16, 5e-3)[:2] == (256, float("inf"))
