@@ -86,7 +86,8 @@ Capacities and bounds
   send buffer behind the ACKs, ``_Flow.refill``) and ``RTT`` built from the path's own delays:
   two propagations, serialisation of one piece and one ACK on the wire, the coalescing timer on
   each side (0 when a piece alone reaches ``max_frames``), the service time of one piece's (one
-  ACK train's) cycles on every context of the data (ACK) path, and the residual of the task in
+  ACK train's; a writer-ahead sender's: the window update's, ``UPDATE_TRAIN_ON_LOOP``) cycles on
+  every context of the data (ACK) path, and the residual of the task in
   service at every core it visits (``_residual_waits``). Left out: queues longer than one task,
   PCIe time, the delayed-ACK timer. Iterated (damped) with the rates it yields.
 - Sharing: max-min fair progressive filling (SimGrid's flow-level model): raise all unfrozen
@@ -949,6 +950,10 @@ def _precompute(net: _Net) -> None:
                                   1.0)
     pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
     pre["others"] = 1 - chunk / window
+    held = np.array([fl.chunk >= fl.window and fl.seg_max < fl.window < fl.seg_max + fl.mss
+                     for fl in net.flows], dtype=bool)
+    pre["update_loop"] = (net.e_section == 1) & (net.read_acks[net.e_flow] > 0) \
+        & ~pre["refill"] & ~held[net.e_flow]
 
 
 # -- demands at given rates -------------------------------------------------------------------
@@ -1324,12 +1329,29 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(ctx & (per > 0), st.entry * scale / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
-    t += np.bincount(net.e_flow, np.where(loop, secs, 0.0), n)
-    if RESIDUAL_WAITS:
+    on_loop = secs
+    if UPDATE_TRAIN_ON_LOOP:
+        # A writer-ahead sender's window reopens with the read's window update, a train of its
+        # own sent after the read; the data ACK trains left while the piece arrived and were
+        # taken during the read, off the loop: the ACK side's service on the loop is one
+        # update's, each ACK-side entry at its unit (one ACK, one train, one interrupt). A
+        # refilling sender waits for the data ACKs (they free its buffer), and so does a window
+        # gone round whole with its sub-MSS tail held by Nagle (``_piled_windows``): the mean
+        # train (``_precompute``: ``update_loop``).
+        qe = st.quantities[net.e_flow, net.e_q]
+        upd = pre["update_loop"] & (qe > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            on_loop = np.where(upd & ctx, st.entry / np.where(qe > 0, qe, 1)
+                               / clock[net.e_key], secs)
+    t += np.bincount(net.e_flow, np.where(loop, on_loop, 0.0), n)
+    if RESIDUAL_WAITS:   # the tasks' residuals: the mean ACK train's
         t += _residual_waits(net, st, secs, loop, clock)
     return t
 
 
+# The ACK side on a writer-ahead sender's loop is the window update's train, the data ACK
+# trains being taken during the read (``_rtt0``; False: the mean ACK train's service).
+UPDATE_TRAIN_ON_LOOP = True
 # The round trip's coalescing timers: each queue's (adaptive: the class its bytes per us select,
 # as its interrupts are counted); False: the bulk class's on every adaptive queue.
 ADAPTIVE_RTT_TIMER = True
