@@ -34,7 +34,7 @@ from models import costs, units
 from models.base import ACK, DATA, ECHO, ECHO_REPLY, UDP, Burst, CycleCost, check
 from models.cpu import Context
 from models.hypervisor import VIRTUALIZATION_MODES
-from models.tcp import ACK_RULES, TcpParams, TcpReceiver, TcpSender
+from models.tcp import ACK_RULES, CONGESTION, TcpParams, TcpReceiver, TcpSender
 from models.vnic import VirtualNic
 
 
@@ -84,6 +84,10 @@ class OsStackParams:
     # slow start may end by ACK-train or delay detection once cwnd holds this many segments.
     # 0: off (plain slow start to the first loss).
     hystart_low_window: int = 0
+    # Congestion control (``models.tcp.CONGESTION``): ``reno``, or ``cubic`` (Linux 2.6.32
+    # tcp_cubic.c: beta 717/1024, fast convergence, the cubic curve and its TCP-friendly floor,
+    # and tcp_is_cwnd_limited: no growth unless the window is used).
+    congestion: str = "reno"
     provenance: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -97,6 +101,10 @@ class OsStackParams:
         check(0 <= self.timer_hz <= 10000, "timer_hz", self.timer_hz,
               "in 0..10000 Hz (0: no tick limit on TSO deferral)")
         check(self.ack_rule in ACK_RULES, "ack_rule", self.ack_rule, f"one of {ACK_RULES}")
+        check(self.congestion in CONGESTION, "congestion", self.congestion,
+              f"one of {CONGESTION}")
+        check(self.congestion != "cubic" or self.timer_hz > 0, "timer_hz", self.timer_hz,
+              "> 0 with congestion cubic (CUBIC counts jiffies)")
 
     def max_window_bytes(self, peer_scales: bool = True) -> int | None:
         """The largest window a receiver may advertise (None: its socket size)."""
@@ -173,7 +181,8 @@ class StackHost:
                       peer_window_bytes=peer_window_bytes, notify=self.notify,
                       tso_win_divisor=self.stack.tso_win_divisor,
                       timer_hz=self.stack.timer_hz, ack_by_ack=self.stack.ack_by_ack,
-                      hystart_low_window=self.stack.hystart_low_window)
+                      hystart_low_window=self.stack.hystart_low_window,
+                      congestion=self.stack.congestion)
         self.senders[flow] = s
         self.app_context(flow)  # placed now: a context must exist before the run starts
         return s

@@ -11,7 +11,11 @@ Modelled:
   ``ack_by_ack`` a train of n ACKs is taken one ACK at a time, the sender trying to send after
   each (Linux's ``tcp_rcv_established``: ``tcp_ack`` then ``tcp_data_snd_check`` per packet);
   otherwise as one cumulative ACK. With ``hystart_low_window`` > 0, 2.6.32 CUBIC's HyStart may
-  end slow start (``_hystart``). Fast retransmit after
+  end slow start (``_hystart``). ``congestion``: ``reno`` (halve on loss, one MSS per round
+  trip) or ``cubic`` (Linux 2.6.32 tcp_cubic.c: the 717/1024 back-off, fast convergence, the
+  cubic curve, its TCP-friendly floor and delayed-ACK compensation, ``_cubic_*``; with either,
+  2.6.32's ``tcp_is_cwnd_limited`` under ``cubic``: no growth unless the window is used).
+  Fast retransmit after
   ``dupack_threshold`` duplicate ACKs and recovery that repairs one hole per (partial) ACK up to
   the first byte the receiver holds out of order (``sack_edge``, the first SACK block), RTO with
   exponential back-off, and a window probe when the peer's window is closed.
@@ -60,6 +64,13 @@ ACK_RULES = ("frames", "rcv_mss")
 TCP_MIN_RCVMSS = 536
 TCP_MIN_MSS = 88
 TCP_MAX_QUICKACKS = 16
+# Congestion control (``TcpSender(congestion=...)``): ``reno``, or ``cubic`` as in Linux 2.6.32
+# net/ipv4/tcp_cubic.c with its module defaults: beta 717/1024, bic_scale 41 (C = 0.4
+# segments/s^3), fast_convergence 1, tcp_friendliness 1; ACK_RATIO_SHIFT 4.
+CONGESTION = ("reno", "cubic")
+CUBIC_C = 41 * 10 / 1024          # cube_rtt_scale >> (10 + 3 BICTCP_HZ), times 2^(3 BICTCP_HZ)
+CUBIC_BETA_SCALE = 8 * (1024 + 717) // 3 // (1024 - 717)   # beta_scale (15): TCP-friendly pace
+TCP_MAX_BURST = 3                 # tcp_max_burst: tp->reordering (sysctl_tcp_reordering, 3)
 
 
 def _call(callback: Callable[[], None]) -> None:
@@ -93,7 +104,7 @@ class TcpSender:
                  emit: Callable[[Burst], None], peer_window_bytes: int | None = None,
                  notify: Callable[[Callable[[], None]], None] | None = None,
                  tso_win_divisor: int = 0, timer_hz: float = 0.0, ack_by_ack: bool = False,
-                 hystart_low_window: int = 0):
+                 hystart_low_window: int = 0, congestion: str = "reno"):
         check(sndbuf_bytes >= mss_bytes, "socket_bytes", sndbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         check(tso_win_divisor >= 0, "tso_win_divisor", tso_win_divisor, ">= 0")
@@ -101,6 +112,9 @@ class TcpSender:
         check(hystart_low_window >= 0, "hystart_low_window", hystart_low_window, ">= 0")
         check(not hystart_low_window or timer_hz > 0, "timer_hz", timer_hz,
               "> 0 with hystart_low_window (HyStart counts jiffies)")
+        check(congestion in CONGESTION, "congestion", congestion, f"one of {CONGESTION}")
+        check(congestion != "cubic" or timer_hz > 0, "timer_hz", timer_hz,
+              "> 0 with congestion cubic (CUBIC counts jiffies)")
         self.env, self.flow, self.params, self.emit = env, flow, params, emit
         self.tso_win_divisor = tso_win_divisor if tso else 0
         self.ack_by_ack = ack_by_ack  # a train of n ACKs taken one ACK at a time (Linux)
@@ -137,6 +151,9 @@ class TcpSender:
         self.hystart_low_window = hystart_low_window
         self.hystart_exits = 0
         self._hs_reset()
+        self.cubic = congestion == "cubic"
+        self._cubic_reset()
+        self._rto_backoff = False  # a timeout with no ACK progress since (tcp_enter_loss)
         env.process(self._timer())
 
     # -- application side -------------------------------------------------------------------
@@ -251,6 +268,8 @@ class TcpSender:
         which takes no RTT sample)."""
         to = ack.ack if to is None else to
         acked = to - self.snd_una
+        prior_flight = self.flight  # tcp_ack's prior_in_flight, before this ACK
+        self._rto_backoff = False
         self.snd_una = to
         self.snd_nxt = max(self.snd_nxt, self.snd_una)
         self.dupacks = 0
@@ -269,6 +288,19 @@ class TcpSender:
                 self._hystart(self.env.now - ack.echo_s, ack.packets)
             if self.hystart_low_window and self.snd_una > self._hs_end_seq:
                 self._hs_round()  # bictcp_cong_avoid: a new round once its end is acked
+        if self.cubic:
+            # One call is one ACK, or a train of ``ack.packets`` taken whole.
+            n_acks = 1 if to != ack.ack or self.ack_by_ack else max(1, ack.packets)
+            self._cubic_acked(acked, n_acks, self.env.now - ack.echo_s
+                              if sample and ack.echo_s >= 0 else None)
+            if not self._cwnd_limited(prior_flight):
+                return  # bictcp_cong_avoid: no growth unless the window was used
+            if self.cwnd < self.ssthresh:
+                self.cwnd += acked  # slow start (byte counting; 2.6.32 counts ACKs)
+            else:
+                for _ in range(n_acks):
+                    self._cubic_avoid()
+            return
         if self.cwnd < self.ssthresh:
             self.cwnd += acked
         else:
@@ -277,7 +309,10 @@ class TcpSender:
     def _dup_ack(self, ack: Burst) -> None:
         self.dupacks += ack.packets
         if self.dupacks >= self.params.dupack_threshold and self.recover is None:
-            self.ssthresh = max(self.flight / 2, 2 * self.mss)
+            if self.cubic:
+                self.ssthresh = self._cubic_ssthresh() * self.mss
+            else:
+                self.ssthresh = max(self.flight / 2, 2 * self.mss)
             self.cwnd = self.ssthresh
             self.recover = self.snd_nxt
             self._retransmit_hole(ack)
@@ -346,6 +381,108 @@ class TcpSender:
             self.ssthresh = self.cwnd
             self.hystart_exits += 1
 
+    # -- CUBIC (Linux 2.6.32 net/ipv4/tcp_cubic.c, net/ipv4/tcp_cong.c) ----------------------
+    def _jiffy(self) -> int:
+        return math.floor(self.env.now * self.timer_hz)
+
+    def _cwnd_segments(self) -> int:
+        return max(1, int(self.cwnd // self.mss))
+
+    def _cubic_reset(self) -> None:
+        """``bictcp_reset`` (at the start and on entering CA_Loss): no last maximum, no epoch,
+        the delayed-ACK ratio back to 2 (x16: ACK_RATIO_SHIFT), no minimum delay."""
+        self._cu_last_max = 0       # last_max_cwnd [segments]
+        self._cu_last_cwnd = 0
+        self._cu_last_time = 0      # jiffies
+        self._cu_epoch: int | None = None   # epoch_start [jiffies]; None: no epoch
+        self._cu_origin = 0         # bic_origin_point [segments]
+        self._cu_k_s = 0.0          # bic_K [s]
+        self._cu_delay_min = 0      # delay_min [jiffies]
+        self._cu_ack_cnt = 0
+        self._cu_tcp_cwnd = 0       # the Reno estimate [segments]
+        self._cu_cnt = 0            # ACKs per cwnd increment
+        self._cu_delayed_ack = 2 << 4   # packets per ACK, x16
+        self._cu_cwnd_cnt = 0       # snd_cwnd_cnt
+
+    def _cubic_ssthresh(self) -> int:
+        """``bictcp_recalc_ssthresh``: end the epoch, remember the window at the loss (fast
+        convergence: (1 + beta)/2 of it when below the last maximum) and back off to beta x
+        cwnd, at least 2 segments."""
+        cwnd = self._cwnd_segments()
+        self._cu_epoch = None
+        if cwnd < self._cu_last_max:
+            self._cu_last_max = cwnd * (1024 + 717) // (2 * 1024)
+        else:
+            self._cu_last_max = cwnd
+        return max(cwnd * 717 // 1024, 2)
+
+    def _cubic_acked(self, acked: int, n_acks: int, rtt_s: float | None) -> None:
+        """``bictcp_acked`` for ``n_acks`` ACKs covering ``acked`` bytes in the open state: the
+        packets-per-ACK average (delayed_ack += cnt - delayed_ack >> 4, per ACK) and the least
+        delay (in jiffies, at least 1; samples within a second of the epoch's start dropped)."""
+        per_ack = max(1, round(acked / self.mss / n_acks))
+        for _ in range(n_acks):
+            self._cu_delayed_ack += per_ack - (self._cu_delayed_ack >> 4)
+        if rtt_s is None:
+            return
+        now = self._jiffy()
+        if self._cu_epoch is not None and now - self._cu_epoch < self.timer_hz:
+            return
+        delay = max(1, math.ceil(rtt_s * self.timer_hz - 1e-9))
+        if self._cu_delay_min == 0 or self._cu_delay_min > delay:
+            self._cu_delay_min = delay
+
+    def _cwnd_limited(self, prior_flight_bytes: int) -> bool:
+        """2.6.32 ``tcp_is_cwnd_limited`` for the packets in flight before the ACK: the window
+        was full, or what was left of it is what TSO deferral holds back (under 1/divisor of
+        cwnd and under one full segment), or at most ``tcp_max_burst`` (3) packets."""
+        cwnd = self._cwnd_segments()
+        in_flight = -(-prior_flight_bytes // self.mss)
+        if in_flight >= cwnd:
+            return True
+        left = cwnd - in_flight
+        if self.tso_win_divisor and left * self.tso_win_divisor < cwnd \
+                and left * self.mss < self.seg_max:
+            return True
+        return left <= TCP_MAX_BURST
+
+    def _cubic_avoid(self) -> None:
+        """One ACK in congestion avoidance: ``bictcp_update`` (the ACKs per increment ``cnt``
+        from the cubic curve W(t) = origin + C (t - K)^3, at most 20 while no loss was seen,
+        at most what the Reno estimate needs to catch up, divided by the packets per ACK),
+        then ``tcp_cong_avoid_ai`` (cwnd + 1 segment once ``cnt`` ACKs have come)."""
+        cwnd = self._cwnd_segments()
+        self._cu_ack_cnt += 1
+        now = self._jiffy()
+        if not (self._cu_last_cwnd == cwnd
+                and now - self._cu_last_time <= int(self.timer_hz) // 32):
+            self._cu_last_cwnd, self._cu_last_time = cwnd, now
+            if self._cu_epoch is None:
+                self._cu_epoch, self._cu_ack_cnt, self._cu_tcp_cwnd = now, 1, cwnd
+                if self._cu_last_max <= cwnd:
+                    self._cu_k_s, self._cu_origin = 0.0, cwnd
+                else:
+                    self._cu_k_s = ((self._cu_last_max - cwnd) / CUBIC_C) ** (1 / 3)
+                    self._cu_origin = self._cu_last_max
+            t_s = (now + self._cu_delay_min - self._cu_epoch) / self.timer_hz
+            delta = int(CUBIC_C * abs(t_s - self._cu_k_s) ** 3)
+            target = self._cu_origin - delta if t_s < self._cu_k_s else self._cu_origin + delta
+            cnt = cwnd // (target - cwnd) if target > cwnd else 100 * cwnd
+            if self._cu_last_max == 0 and cnt > 20:
+                cnt = 20  # the initial growth: 5% per round trip
+            d = (cwnd * CUBIC_BETA_SCALE) >> 3  # tcp_friendliness
+            while self._cu_ack_cnt > d:
+                self._cu_ack_cnt -= d
+                self._cu_tcp_cwnd += 1
+            if self._cu_tcp_cwnd > cwnd:
+                cnt = min(cnt, cwnd // (self._cu_tcp_cwnd - cwnd))
+            self._cu_cnt = max(1, (cnt << 4) // self._cu_delayed_ack)
+        if self._cu_cwnd_cnt >= self._cu_cnt:  # tcp_cong_avoid_ai
+            self.cwnd = (cwnd + 1) * self.mss
+            self._cu_cwnd_cnt = 0
+        else:
+            self._cu_cwnd_cnt += 1
+
     def _wake_writer(self) -> None:
         if self._space_waiter and self.space() >= self._space_waiter[0]:
             _, callback = self._space_waiter
@@ -375,7 +512,15 @@ class TcpSender:
         self.timeouts += 1
         if self.hystart_low_window:
             self._hs_reset()  # CUBIC's CA_Loss: bictcp_reset and a new HyStart round
-        self.ssthresh = max(self.flight / 2, 2 * self.mss)
+        if self.cubic:
+            # tcp_enter_loss: a new ssthresh unless this timeout repeats one with no ACK
+            # progress since (Loss state, icsk_retransmits > 0); then CA_Loss: bictcp_reset.
+            if not self._rto_backoff:
+                self.ssthresh = self._cubic_ssthresh() * self.mss
+            self._cubic_reset()
+            self._rto_backoff = True
+        else:
+            self.ssthresh = max(self.flight / 2, 2 * self.mss)
         self.cwnd = self.mss
         self.snd_nxt = self.snd_una  # go back N
         self.recover = None

@@ -175,6 +175,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "OsStackParams.hystart_low_window": "CUBIC HyStart as in Linux 2.6.32: slow start may end "
         "by ACK-train or delay detection once cwnd holds this many segments (0: off) "
         "[segments]",
+    "OsStackParams.congestion": "congestion control: reno (halve on loss, +1 MSS a round "
+        "trip) or cubic (Linux 2.6.32 tcp_cubic.c, with tcp_is_cwnd_limited) [-]",
     "OsStackParams.sndbuf_scale": "send buffer = this x the socket size (Linux doubles "
                                   "SO_SNDBUF) [-]",
     "OsStackParams.ack_rule": "when a receiver ACKs: frames (one ACK per two frames, at most "

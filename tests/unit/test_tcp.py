@@ -376,3 +376,81 @@ def test_hystart_ends_slow_start_at_the_low_window_on_a_lan():
     # A 5-ms RTT (delay_min 5 jiffies, >>4 = 2): ACK trains 5 jiffies apart never make a train
     # and the delay never rises: slow start goes on.
     assert _slow_start(16, 5e-3)[:2] == (256, float("inf"))
+
+
+def _cubic_sender(env, congestion, *, cwnd_segments=100, peer_window=4000):
+    sent: list[Burst] = []
+    snd = TcpSender(env, 0, TcpParams(initial_cwnd_segments=cwnd_segments), mss_bytes=MSS,
+                    seg_max_bytes=MSS, sndbuf_bytes=8000 * MSS, tso=False, src=1, dst=2,
+                    emit=sent.append, peer_window_bytes=peer_window * MSS, timer_hz=1000.0,
+                    ack_by_ack=True, congestion=congestion)
+    snd.write(8000 * MSS)
+    return snd
+
+
+def _rounds(env, snd, rounds, rtt_s=1e-3, window=4000):
+    """Every ``rtt_s`` the whole flight comes back as one train of ACKs (one per 2 frames)."""
+    def clock():
+        for _ in range(rounds):
+            yield env.timeout(rtt_s)
+            n = max(1, snd.flight // MSS // 2)
+            snd.on_ack(Burst(ACK, 0, 0, n, n, 52, MSS, ack=snd.snd_nxt,
+                             window_bytes=window * MSS, echo_s=env.now - rtt_s))
+    env.process(clock())
+    env.run(until=env.now + rounds * rtt_s + 1e-9)
+
+
+def _loss(snd):
+    """Three duplicate ACKs for the first segment in flight: fast retransmit."""
+    snd.on_ack(Burst(ACK, 0, 0, 3, 3, 52, MSS, ack=snd.snd_una, dup=True,
+                     window_bytes=4000 * MSS))
+
+
+@pytest.mark.parametrize("congestion,ssthresh,after_60", [
+    ("reno", 50, 109),    # halve the flight, then about one MSS a round trip (byte counting)
+    ("cubic", 70, 79),    # 717/1024 of cwnd, then the TCP-friendly estimate's pace
+])
+def test_cubic_backs_off_to_0_7_and_grows_slowly_near_the_last_maximum(congestion, ssthresh,
+                                                                         after_60):
+    # 2.6.32 tcp_cubic.c: bictcp_recalc_ssthresh returns cwnd * 717 / 1024 and remembers
+    # last_max_cwnd = cwnd. Back in congestion avoidance the cubic curve starts K =
+    # cbrt((100 - 70) / 0.4) = 4.2 s below its plateau (its integer target is 71 at once, then
+    # flat), so growth is the TCP-friendly estimate's: one segment per 70 x 15 / 8 = 131 ACKs,
+    # brought up to date every HZ/32 (31 jiffies): +8 at 32 ms of 35 ACKs a 1-ms round. The
+    # model's Reno adds about one MSS a round.
+    env = simpy.Environment()
+    snd = _cubic_sender(env, congestion)
+    _loss(snd)
+    assert snd.ssthresh == ssthresh * MSS and snd.cwnd == ssthresh * MSS
+    _rounds(env, snd, 1)  # the recovery ends: cwnd = ssthresh
+    assert snd.recover is None and round(snd.cwnd / MSS) == ssthresh
+    _rounds(env, snd, 60)
+    assert round(snd.cwnd / MSS) == after_60
+    if congestion == "cubic":
+        assert snd._cu_last_max == 100
+        _loss(snd)  # fast convergence: a loss below the last maximum remembers (1+beta)/2 of it
+        assert snd._cu_last_max == after_60 * (1024 + 717) // 2048
+        assert snd.ssthresh == after_60 * 717 // 1024 * MSS
+
+
+@pytest.mark.parametrize("congestion,grows", [("reno", True), ("cubic", False)])
+def test_cwnd_does_not_grow_while_the_peer_window_limits_the_flight(congestion, grows):
+    # 2.6.32 tcp_is_cwnd_limited: with 20 segments in flight (the peer's window) and a cwnd of
+    # 100 the sender is not cwnd-limited, and bictcp_cong_avoid returns before any increase.
+    env = simpy.Environment()
+    snd = _cubic_sender(env, congestion, peer_window=20)
+    assert snd.flight == 20 * MSS
+    _rounds(env, snd, 5, window=20)
+    assert (snd.cwnd > 100 * MSS) == grows
+
+
+def test_cubic_timeout_keeps_ssthresh_on_a_repeated_timeout():
+    # tcp_enter_loss: a new ssthresh (717/1024 of cwnd) at the first timeout; a second one with
+    # no ACK progress in between keeps it (icsk_retransmits > 0), where the model's Reno
+    # recomputes it from what is in flight.
+    env = simpy.Environment()
+    snd = _cubic_sender(env, "cubic")
+    snd._on_timeout()
+    assert snd.ssthresh == 70 * MSS and snd.cwnd == MSS and snd._cu_last_max == 0
+    snd._on_timeout()
+    assert snd.ssthresh == 70 * MSS
