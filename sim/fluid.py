@@ -333,7 +333,7 @@ def describe_network(cfg: Config) -> _Net:
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
-    model = build(cfg)
+    model = build(cfg, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     link_rate, link_prop = {}, {}
@@ -1832,7 +1832,7 @@ class _McNet:
 
 
 def _mc_network(cfg: Config) -> _McNet:
-    model = build(cfg)
+    model = build(cfg, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     wl = model.workload
     mc = cfg.workload.multicast
