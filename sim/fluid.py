@@ -713,10 +713,17 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    # (key, flow, quantity, coefficient, section, halt, poll, vector, up): ``vector`` a host
-    # NIC queue handler's polled entry, ``up`` the handler upstream of one
-    rows: list[tuple] = []
-    recv_side: list[bool] = []   # per row: on its section's receiving side (``side`` below)
+    # The entries as runs of rows of one table: ``tab`` holds rows (key, quantity,
+    # coefficient, section, halt, poll, vector, up) (``vector`` a host NIC queue handler's
+    # polled entry, ``up`` the handler upstream of one), a context hop's rows once
+    # (``_hop_rows``) and every other entry's row where it is made; each run is (its first row
+    # in ``tab``, its length, its flow, on its section's receiving side: ``side`` below), in
+    # the order of the entries. Expanded once at the end (``_runs_to_entries``).
+    tab: list[tuple] = []
+    r_start: list[int] = []
+    r_len: list[int] = []
+    r_flow: list[int] = []
+    r_recv: list[bool] = []
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
@@ -726,9 +733,12 @@ def _compile(net: _Net) -> None:
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
-            rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
-                         vector, up))
-            recv_side.append(side == "recv")
+            r_start.append(len(tab))
+            r_len.append(1)
+            r_flow.append(i)
+            r_recv.append(side == "recv")
+            tab.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll, vector,
+                        up))
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -774,14 +784,18 @@ def _compile(net: _Net) -> None:
                         add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
-                        hit = per_hop[at] = (_hop_rows(net, hop, section, s_i, side, polls, up,
-                                                       vm_rx, vcpus, direct, keys),
-                                             None if per_flow else numa, hop)
+                        rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx, vcpus,
+                                         direct, keys)
+                        hit = per_hop[at] = (rows, None if per_flow else numa, hop, len(tab))
+                        tab.extend(rows[1])
                     first, template = hit[0]
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
-                    rows.extend([(k, i, *rest) for k, *rest in template])
-                    recv_side.extend([side == "recv"] * len(template))
+                    if template:
+                        r_start.append(hit[3])
+                        r_len.append(len(template))
+                        r_flow.append(i)
+                        r_recv.append(side == "recv")
                 elif hop.kind == PCIE:
                     ch = hop.name
                     up = ch.endswith(".up")
@@ -805,11 +819,13 @@ def _compile(net: _Net) -> None:
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
-    ek, ef, eq, ec, es, eh, ep, ev, eu = zip(*rows) if rows else ((),) * 9
-    net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
-    net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
-    net.e_halt = np.array(eh, dtype=bool)
-    net.e_poll = np.array(ep, dtype=bool)
+    row, net.e_flow, recv_side = _runs_to_entries(r_start, r_len, r_flow, r_recv)
+    tk, tq, tc, ts, th, tp, tv, tu = zip(*tab) if tab else ((),) * 8
+    net.e_key, net.e_q = np.array(tk, dtype=int)[row], np.array(tq, dtype=int)[row]
+    net.e_coef = np.array(tc, dtype=float)[row]
+    net.e_section = np.array(ts, dtype=int)[row]
+    net.e_halt = np.array(th, dtype=bool)[row]
+    net.e_poll = np.array(tp, dtype=bool)[row]
     key_term = np.array([k[1] for k in net.keys], dtype=object)
     def _entries_of(*terms):   # per entry: is its key's term one of ``terms``
         return np.isin(key_term, terms)[net.e_key] if len(net.e_key) else np.zeros(0, bool)
@@ -817,8 +833,8 @@ def _compile(net: _Net) -> None:
     net.e_app = _entries_of(costs.APP_SEND, costs.APP_RECV)
     e_recv = _entries_of(costs.APP_RECV)
     net.cpu = _cpu_view(net, net.tasks)
-    net.e_vector = np.array(ev, dtype=bool)
-    net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in eu], dtype=int)
+    net.e_vector = np.array(tv, dtype=bool)[row]
+    net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in tu], dtype=int)[row]
     n = len(net.flows)
     net.per_g = np.zeros((n, NQ))
     for i, fl in enumerate(net.flows):
@@ -846,11 +862,21 @@ def _compile(net: _Net) -> None:
                 net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
-    _vcpu_rx_entries(net, vcpus, np.array(recv_side, dtype=bool))
+    _vcpu_rx_entries(net, vcpus, recv_side)
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
     _precompute(net)
+
+
+def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple:
+    """``_compile``'s runs expanded to entries, in the runs' order: per entry its row of the
+    table, its flow, whether it is on its section's receiving side. Run ``j`` is the rows
+    ``start[j] .. start[j] + length[j] - 1``, each for flow ``flow[j]``."""
+    n = np.array(length, dtype=int)
+    before = np.cumsum(n) - n                       # entries ahead of each run
+    row = np.arange(int(n.sum()), dtype=int) + np.repeat(np.array(start, dtype=int) - before, n)
+    return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
 
 
 def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up, vm_rx: bool,
