@@ -368,87 +368,104 @@ def describe_network(cfg: Config) -> _Net:
         if fp.direction == "rx" and not vm_other:
             link = next((h.name for h in fp.data if h.kind == LINK), "")
             on_link[link] = on_link.get(link, 0) + 1
+    # A flow's numbers but its path depend only on the direction, its vNIC (and the partner's
+    # on one vswitch), its sender's send buffer and, received from an interleaving peer, how
+    # many flows share its link: made once for each (S3: 1600 connections, a few kinds).
+    made: dict = {}
     for fp in paths:
         vnic = model.vnics[fp.vm]
-        sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
-                  if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
-        if cfg.topology.kind == "same_vswitch":
-            # switched by the sender's backend (``models.vswitch``): no NIC, so no hardware
-            # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
-            hw, sw = 1, (WHOLE_SEGMENT if into.takes_aggregates else 1)
-        elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
-            sw = sw_lro
-        elif fp.direction == "tx":   # the peer receives: its LRO, no software LRO
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            hw = cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1
-            sw = 1
-        else:
-            seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
-            hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
-            sw = sw_lro
-        # A window travels as ceil(window / seg_max) equal segments: the receiver's window
-        # reopens only when its application has read (the window update), so the sender gets
-        # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
-        seg_max_bytes = seg
-        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
-        win = window
-        held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
-            window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
-            and cfg.peer.tx_interleave_queues > 1)
-        if held:
-            win = mss * (window // mss)
-        seg = win / math.ceil(win / seg)
-        if cfg.workload.rate_limit_mbps > 0:
-            # A paced sender writes one message when it is due and the window is open: each
-            # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
-            seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
-        b = math.ceil(seg / mss)                   # frames per segment
-        nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
-        sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
-        if hw <= 1 < sw and fp.direction == "rx" and not vm_other \
-                and cfg.peer.tx_interleave_queues > 1:
-            # Interleaved with the segments of up to Q - 1 other flows on its link, a segment
-            # reaches the host's handler over Q of its own wire times; the handler takes each
-            # arriving segment's worth in a pass of its own unless its coalescing timer is
-            # longer (DES: ~1 pass per segment at 10 us), and software LRO merges per pass.
-            link = next((h.name for h in fp.data if h.kind == LINK), "")
-            q = min(cfg.peer.tx_interleave_queues, on_link.get(link, 1))
-            seg_wire_s = units.transmit_time_s(b * wire(math.ceil(seg / b) + hdr),
-                                               cfg.nic.link.line_rate_gbps)
-            pass_s = max(seg_wire_s, units.us_to_s(cfg.nic.coalescing.timer_us))
-            pieces = min(b, max(1, round(q * seg_wire_s / pass_s)))
-            k, r = divmod(b, pieces)
-            sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
-        stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
-        f = (b / seg) / stack_pk
-        # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
-        # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
-        # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
-        a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
-        per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
-                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
-        fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,
-                   read_acks=0.0 if linux and not held else 1.0)
-        sndbuf = sndbufs.get(fp.flow)
-        seg_top = min(seg_max_bytes, win)
-        fl.refill = sndbuf is not None and sndbuf < win + seg_top
-        fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
-        # What leaves at once (one output() of the DES's sender, its segments back to back): a
-        # segment; but a refilling sender's writer waits for room for a whole message and its
-        # write goes out at once, as several segments without TSO (DES,
-        # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
-        # not one per segment or per 20-us timer)
-        burst = seg
-        if fl.refill and cfg.workload.rate_limit_mbps <= 0:
-            burst = max(seg, min(cfg.workload.message_bytes, window))
-        elif PIECE_BURSTS and cfg.workload.rate_limit_mbps <= 0 and \
-                hasattr(net.model.workload, "connections"):
-            burst = _piece_burst(seg, fl.chunk)
-        fl.per_g[B] = 1 / burst
+        into_vnic = model.vms[cfg.workload.vms + fp.vm].vnic \
+            if cfg.topology.kind == "same_vswitch" and fp.direction == "tx" else None
+        shared_link = next((h.name for h in fp.data if h.kind == LINK), "") \
+            if fp.direction == "rx" and not vm_other else None
+        key = (fp.direction, id(vnic), id(into_vnic), sndbufs.get(fp.flow),
+               on_link.get(shared_link, 1) if shared_link is not None else None)
+        if key not in made:
+            sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
+                      if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
+            if cfg.topology.kind == "same_vswitch":
+                # switched by the sender's backend (``models.vswitch``): no NIC, so no hardware
+                # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
+                hw, sw = 1, (WHOLE_SEGMENT if into.takes_aggregates else 1)
+            elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
+                sw = sw_lro
+            elif fp.direction == "tx":   # the peer receives: its LRO, no software LRO
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                hw = cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1
+                sw = 1
+            else:
+                seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
+                hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
+                sw = sw_lro
+            # A window travels as ceil(window / seg_max) equal segments: the receiver's window
+            # reopens only when its application has read (the window update), so the sender gets
+            # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
+            seg_max_bytes = seg
+            linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
+            win = window
+            held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+                window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
+                and cfg.peer.tx_interleave_queues > 1)
+            if held:
+                win = mss * (window // mss)
+            seg = win / math.ceil(win / seg)
+            if cfg.workload.rate_limit_mbps > 0:
+                # A paced sender writes one message when it is due and the window is open: each
+                # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
+                seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
+            b = math.ceil(seg / mss)                   # frames per segment
+            nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
+            sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
+            if hw <= 1 < sw and fp.direction == "rx" and not vm_other \
+                    and cfg.peer.tx_interleave_queues > 1:
+                # Interleaved with the segments of up to Q - 1 other flows on its link, a segment
+                # reaches the host's handler over Q of its own wire times; the handler takes each
+                # arriving segment's worth in a pass of its own unless its coalescing timer is
+                # longer (DES: ~1 pass per segment at 10 us), and software LRO merges per pass.
+                link = next((h.name for h in fp.data if h.kind == LINK), "")
+                q = min(cfg.peer.tx_interleave_queues, on_link.get(link, 1))
+                seg_wire_s = units.transmit_time_s(b * wire(math.ceil(seg / b) + hdr),
+                                                   cfg.nic.link.line_rate_gbps)
+                pass_s = max(seg_wire_s, units.us_to_s(cfg.nic.coalescing.timer_us))
+                pieces = min(b, max(1, round(q * seg_wire_s / pass_s)))
+                k, r = divmod(b, pieces)
+                sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
+            stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
+            f = (b / seg) / stack_pk
+            # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
+            # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
+            # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
+            a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
+            per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
+                     NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
+            fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,
+                       read_acks=0.0 if linux and not held else 1.0)
+            sndbuf = sndbufs.get(fp.flow)
+            seg_top = min(seg_max_bytes, win)
+            fl.refill = sndbuf is not None and sndbuf < win + seg_top
+            fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
+            # What leaves at once (one output() of the DES's sender, its segments back to back): a
+            # segment; but a refilling sender's writer waits for room for a whole message and its
+            # write goes out at once, as several segments without TSO (DES,
+            # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
+            # not one per segment or per 20-us timer)
+            burst = seg
+            if fl.refill and cfg.workload.rate_limit_mbps <= 0:
+                burst = max(seg, min(cfg.workload.message_bytes, window))
+            elif PIECE_BURSTS and cfg.workload.rate_limit_mbps <= 0 and \
+                    hasattr(net.model.workload, "connections"):
+                burst = _piece_burst(seg, fl.chunk)
+            fl.per_g[B] = 1 / burst
+            made[key] = (seg, win, per_g, seg_max_bytes, fl.read_acks, fl.refill, fl.chunk,
+                         wire(math.ceil(seg / b) + hdr), wire(hdr))
+        seg, win, per_g, seg_max_bytes, read_acks, refill, chunk, frame_wire, ack_wire = made[key]
+        fl = _Flow(fp, mss, hdr, seg, win, dict(per_g), seg_max=seg_max_bytes,
+                   read_acks=read_acks)
+        fl.refill, fl.chunk, fl.frame_wire, fl.ack_wire = refill, chunk, frame_wire, ack_wire
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = _receiving_from(hops)
@@ -459,7 +476,6 @@ def describe_network(cfg: Config) -> _Net:
                 fl.data_link, fl.data_queue, fl.data_links = first, rx_ring, links
             else:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
-        fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
     _compile(net)
     piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
