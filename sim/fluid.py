@@ -746,6 +746,8 @@ def _compile(net: _Net) -> None:
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
     per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
+    sections: dict = {}  # (hops, section, vm_rx, hdr, seg, frame_wire) -> its runs, tasks, ...
+    recv_at: list[int] = []   # per flow and section: where its receiving side starts
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
@@ -768,8 +770,25 @@ def _compile(net: _Net) -> None:
         # packets after software LRO
         vm_rx = fl.path.direction == "rx" or net.cfg.topology.vm_partner
         for s_i, section in enumerate(("data", "acks")):
+            hops = getattr(fl.path, section)
+            # A section whose hops (the same objects) and numbers another flow had gives that
+            # flow's entries and tasks again: replayed (S3: the ACK sections, a few kinds)
+            same = (tuple(map(id, hops)), s_i, vm_rx, fl.hdr, fl.seg, fl.frame_wire)
+            done = sections.get(same)
+            if done is not None:
+                runs, tasks, side, recv_from = done
+                for start, length, recv in runs:
+                    r_start.append(start)
+                    r_len.append(length)
+                    r_flow.append(i)
+                    r_recv.append(recv)
+                net.tasks.extend([(name, i, first) for name, first in tasks])
+                recv_at.append(recv_from)
+                continue
+            mark, t_mark, replayable = len(r_start), len(net.tasks), True
             side = "send"
-            recv_from = _receiving_from(getattr(fl.path, section))
+            recv_from = _receiving_from(hops)
+            recv_at.append(recv_from)
             vector = False   # the next context is a host NIC queue's handler
             upstream = None  # the polling handler this section's later contexts follow
             for h_i, hop in enumerate(getattr(fl.path, section)):
@@ -804,6 +823,7 @@ def _compile(net: _Net) -> None:
                                          direct, keys)
                         hit = per_hop[at] = (rows, None if per_flow else numa, hop, len(tab))
                         tab.extend(rows[1])
+                    replayable = replayable and hit[1] is not None   # no recv() copy
                     first, template = hit[0]
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
@@ -828,6 +848,10 @@ def _compile(net: _Net) -> None:
                         add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
                     else:                                  # ACK frames received
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
+            if replayable:
+                sections[same] = (list(zip(r_start[mark:], r_len[mark:], r_recv[mark:])),
+                                  [(name, first) for name, _, first in net.tasks[t_mark:]],
+                                  side, recv_from)
         for link in fl.data_links:
             add(("link", link), i, D, fl.frame_wire)
         for link in fl.ack_links:
@@ -865,17 +889,16 @@ def _compile(net: _Net) -> None:
     # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
     # and for a direct device's vCPU (its other work, the application's, is no pass)
     net.queue_handler = np.full(len(net.queues), -1)
-    for fl in net.flows:
-        for section in ("data", "acks"):
-            hops = getattr(fl.path, section)
-            start = _receiving_from(hops)
-            if hops[start].kind != LINK:
-                continue
-            ring = next((j for j in range(start, len(hops)) if hops[j].kind == RING), None)
-            ctx = next((h.name for h in hops[ring:] if h.kind == CONTEXT), None) \
-                if ring is not None else None
-            if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
-                net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
+    for k, (fl, section) in enumerate((fl, s) for fl in net.flows for s in ("data", "acks")):
+        hops = getattr(fl.path, section)
+        start = recv_at[k]
+        if hops[start].kind != LINK:
+            continue
+        ring = next((j for j in range(start, len(hops)) if hops[j].kind == RING), None)
+        ctx = next((h.name for h in hops[ring:] if h.kind == CONTEXT), None) \
+            if ring is not None else None
+        if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
+            net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
     _vcpu_rx_entries(net, vcpus, recv_side)
