@@ -747,7 +747,9 @@ def _compile(net: _Net) -> None:
 
     per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
     sections: dict = {}  # (hops, section, vm_rx, hdr, seg, frame_wire) -> its runs, tasks, ...
-    recv_at: list[int] = []   # per flow and section: where its receiving side starts
+    # per flow and section: (its NIC receive queue's ring, the first context after it), None
+    # when it does not arrive from a wire (``queue_handler`` below)
+    handler_at: list = []
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
@@ -776,19 +778,26 @@ def _compile(net: _Net) -> None:
             same = (tuple(map(id, hops)), s_i, vm_rx, fl.hdr, fl.seg, fl.frame_wire)
             done = sections.get(same)
             if done is not None:
-                runs, tasks, side, recv_from = done
+                runs, tasks, side, handler = done
                 for start, length, recv in runs:
                     r_start.append(start)
                     r_len.append(length)
                     r_flow.append(i)
                     r_recv.append(recv)
                 net.tasks.extend([(name, i, first) for name, first in tasks])
-                recv_at.append(recv_from)
+                handler_at.append(handler)
                 continue
             mark, t_mark, replayable = len(r_start), len(net.tasks), True
             side = "send"
             recv_from = _receiving_from(hops)
-            recv_at.append(recv_from)
+            handler = None
+            if hops[recv_from].kind == LINK:
+                ring = next((j for j in range(recv_from, len(hops)) if hops[j].kind == RING),
+                            None)
+                if ring is not None:
+                    handler = (hops[ring].name,
+                               next((h.name for h in hops[ring:] if h.kind == CONTEXT), None))
+            handler_at.append(handler)
             vector = False   # the next context is a host NIC queue's handler
             upstream = None  # the polling handler this section's later contexts follow
             for h_i, hop in enumerate(getattr(fl.path, section)):
@@ -851,7 +860,7 @@ def _compile(net: _Net) -> None:
             if replayable:
                 sections[same] = (list(zip(r_start[mark:], r_len[mark:], r_recv[mark:])),
                                   [(name, first) for name, _, first in net.tasks[t_mark:]],
-                                  side, recv_from)
+                                  side, handler)
         for link in fl.data_links:
             add(("link", link), i, D, fl.frame_wire)
         for link in fl.ack_links:
@@ -877,9 +886,10 @@ def _compile(net: _Net) -> None:
     net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in tu], dtype=int)[row]
     n = len(net.flows)
     net.per_g = np.zeros((n, NQ))
-    for i, fl in enumerate(net.flows):
-        for q, v in fl.per_g.items():
-            net.per_g[i, q] = v
+    if n:   # each flow's quantities per byte of goodput, by one assignment
+        net.per_g[np.repeat(np.arange(n), [len(fl.per_g) for fl in net.flows]),
+                  [q for fl in net.flows for q in fl.per_g]] = \
+            [v for fl in net.flows for v in fl.per_g.values()]
     net.queues = sorted({fl.data_queue for fl in net.flows} | {fl.ack_queue for fl in net.flows})
     qi = {q: k for k, q in enumerate(net.queues)}
     net.dq = np.array([qi[fl.data_queue] for fl in net.flows])
@@ -889,16 +899,12 @@ def _compile(net: _Net) -> None:
     # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
     # and for a direct device's vCPU (its other work, the application's, is no pass)
     net.queue_handler = np.full(len(net.queues), -1)
-    for k, (fl, section) in enumerate((fl, s) for fl in net.flows for s in ("data", "acks")):
-        hops = getattr(fl.path, section)
-        start = recv_at[k]
-        if hops[start].kind != LINK:
+    for handler in handler_at:
+        if handler is None:
             continue
-        ring = next((j for j in range(start, len(hops)) if hops[j].kind == RING), None)
-        ctx = next((h.name for h in hops[ring:] if h.kind == CONTEXT), None) \
-            if ring is not None else None
+        ring, ctx = handler
         if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
-            net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
+            net.queue_handler[qi[ring]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
     _vcpu_rx_entries(net, vcpus, recv_side)
@@ -998,11 +1004,16 @@ def _precompute(net: _Net) -> None:
     # serialised on every link, in the order ``_rtt0`` adds them
     co = net.coalescing
     fixed, no_data_timer = np.zeros(len(net.flows)), np.zeros(len(net.flows), dtype=bool)
+    made: dict = {}   # the same links and numbers give the same delays: computed once each
     for i, fl in enumerate(net.flows):
         frames = math.ceil(fl.chunk / fl.mss)
-        fixed[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
-                    + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
-                    + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
+        like = (fl.data_links, fl.ack_links, frames, fl.frame_wire, fl.ack_wire)
+        if like not in made:
+            made[like] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
+                          + sum(frames * fl.frame_wire / net.link_rate[k]
+                                for k in fl.data_links)
+                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
+        fixed[i] = made[like]
         no_data_timer[i] = frames >= co.max_frames
     pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
     pre["key_clock"] = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core
