@@ -197,7 +197,13 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
         if e_lo >= 0:
             hi = lo
         else:
-            hi = brentq(excess, lo, hi, xtol=rel_tol * hi * 1e-2, rtol=rel_tol * 1e-2)
+            # scipy's NaN guard around the function refers to itself (a reference cycle), which
+            # would keep ``loads`` and all it reads (the network, the model) alive until the
+            # cyclic collector runs; it gets a handle emptied once the root is found
+            handle = [excess]
+            hi = brentq(lambda t: handle[0](t), lo, hi, xtol=rel_tol * hi * 1e-2,
+                        rtol=rel_tol * 1e-2)
+            handle.clear()
             while excess(hi) > 0:   # stay feasible
                 hi *= 1 - rel_tol
         level = hi
