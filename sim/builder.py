@@ -106,7 +106,12 @@ class Model:
         return [self] if self.remote is None else [self, self.remote]
 
 
-def build(cfg: Config, replication: int = 0) -> Model:
+def build(cfg: Config, replication: int = 0, declare_only: bool = False) -> Model:
+    """The model of ``cfg``'s replication ``replication``. ``declare_only``: a model that is
+    read, never run (the fluid engine, ``sim.fluid``): a workload that can
+    (``Workload.DECLARES``) opens its flows without their TCP state and starts no process
+    (``models.workloads.base.declare_connection``); every component, context and placement is
+    the same as in a model built to run."""
     env = simpy.Environment()
     stats = Stats()
     rng = lambda name: stream(cfg.run.seed, replication, name)  # noqa: E731
@@ -133,9 +138,10 @@ def build(cfg: Config, replication: int = 0) -> Model:
     mss = _mss(cfg)
     seg_max = {"vm": _seg_max(model.vnics[0].tso and cfg.nic.tso, cfg, mss)}
     seg_max["peer"] = seg_max["vm"] if topo.vm_partner else _seg_max(cfg.nic.tso, cfg, mss)
-    model.workload = WORKLOADS[cfg.workload.kind](env, cfg.workload, model.vms[:n], partners,
-                                                  mss_bytes=mss, seg_max=seg_max,
-                                                  rng=rng("workload"))
+    kind = WORKLOADS[cfg.workload.kind]
+    model.workload = kind(env, cfg.workload, model.vms[:n], partners, mss_bytes=mss,
+                          seg_max=seg_max, rng=rng("workload"),
+                          **({"declare_only": True} if declare_only and kind.DECLARES else {}))
     model.workload.attach_network(model.vswitch_of, stats)
     return model
 

@@ -197,7 +197,13 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
         if e_lo >= 0:
             hi = lo
         else:
-            hi = brentq(excess, lo, hi, xtol=rel_tol * hi * 1e-2, rtol=rel_tol * 1e-2)
+            # scipy's NaN guard around the function refers to itself (a reference cycle), which
+            # would keep ``loads`` and all it reads (the network, the model) alive until the
+            # cyclic collector runs; it gets a handle emptied once the root is found
+            handle = [excess]
+            hi = brentq(lambda t: handle[0](t), lo, hi, xtol=rel_tol * hi * 1e-2,
+                        rtol=rel_tol * 1e-2)
+            handle.clear()
             while excess(hi) > 0:   # stay feasible
                 hi *= 1 - rel_tol
         level = hi
@@ -333,7 +339,7 @@ def describe_network(cfg: Config) -> _Net:
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
-    model = build(cfg)
+    model = build(cfg, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     link_rate, link_prop = {}, {}
@@ -368,87 +374,104 @@ def describe_network(cfg: Config) -> _Net:
         if fp.direction == "rx" and not vm_other:
             link = next((h.name for h in fp.data if h.kind == LINK), "")
             on_link[link] = on_link.get(link, 0) + 1
+    # A flow's numbers but its path depend only on the direction, its vNIC (and the partner's
+    # on one vswitch), its sender's send buffer and, received from an interleaving peer, how
+    # many flows share its link: made once for each (S3: 1600 connections, a few kinds).
+    made: dict = {}
     for fp in paths:
         vnic = model.vnics[fp.vm]
-        sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
-                  if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
-        if cfg.topology.kind == "same_vswitch":
-            # switched by the sender's backend (``models.vswitch``): no NIC, so no hardware
-            # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
-            hw, sw = 1, (WHOLE_SEGMENT if into.takes_aggregates else 1)
-        elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
-            sw = sw_lro
-        elif fp.direction == "tx":   # the peer receives: its LRO, no software LRO
-            seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
-            hw = cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1
-            sw = 1
-        else:
-            seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
-            hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
-            sw = sw_lro
-        # A window travels as ceil(window / seg_max) equal segments: the receiver's window
-        # reopens only when its application has read (the window update), so the sender gets
-        # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
-        seg_max_bytes = seg
-        linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
-        win = window
-        held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
-            window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
-            and cfg.peer.tx_interleave_queues > 1)
-        if held:
-            win = mss * (window // mss)
-        seg = win / math.ceil(win / seg)
-        if cfg.workload.rate_limit_mbps > 0:
-            # A paced sender writes one message when it is due and the window is open: each
-            # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
-            seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
-        b = math.ceil(seg / mss)                   # frames per segment
-        nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
-        sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
-        if hw <= 1 < sw and fp.direction == "rx" and not vm_other \
-                and cfg.peer.tx_interleave_queues > 1:
-            # Interleaved with the segments of up to Q - 1 other flows on its link, a segment
-            # reaches the host's handler over Q of its own wire times; the handler takes each
-            # arriving segment's worth in a pass of its own unless its coalescing timer is
-            # longer (DES: ~1 pass per segment at 10 us), and software LRO merges per pass.
-            link = next((h.name for h in fp.data if h.kind == LINK), "")
-            q = min(cfg.peer.tx_interleave_queues, on_link.get(link, 1))
-            seg_wire_s = units.transmit_time_s(b * wire(math.ceil(seg / b) + hdr),
-                                               cfg.nic.link.line_rate_gbps)
-            pass_s = max(seg_wire_s, units.us_to_s(cfg.nic.coalescing.timer_us))
-            pieces = min(b, max(1, round(q * seg_wire_s / pass_s)))
-            k, r = divmod(b, pieces)
-            sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
-        stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
-        f = (b / seg) / stack_pk
-        # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
-        # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
-        # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
-        a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
-        per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
-                 NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
-        fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,
-                   read_acks=0.0 if linux and not held else 1.0)
-        sndbuf = sndbufs.get(fp.flow)
-        seg_top = min(seg_max_bytes, win)
-        fl.refill = sndbuf is not None and sndbuf < win + seg_top
-        fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
-        # What leaves at once (one output() of the DES's sender, its segments back to back): a
-        # segment; but a refilling sender's writer waits for room for a whole message and its
-        # write goes out at once, as several segments without TSO (DES,
-        # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
-        # not one per segment or per 20-us timer)
-        burst = seg
-        if fl.refill and cfg.workload.rate_limit_mbps <= 0:
-            burst = max(seg, min(cfg.workload.message_bytes, window))
-        elif PIECE_BURSTS and cfg.workload.rate_limit_mbps <= 0 and \
-                hasattr(net.model.workload, "connections"):
-            burst = _piece_burst(seg, fl.chunk)
-        fl.per_g[B] = 1 / burst
+        into_vnic = model.vms[cfg.workload.vms + fp.vm].vnic \
+            if cfg.topology.kind == "same_vswitch" and fp.direction == "tx" else None
+        shared_link = next((h.name for h in fp.data if h.kind == LINK), "") \
+            if fp.direction == "rx" and not vm_other else None
+        key = (fp.direction, id(vnic), id(into_vnic), sndbufs.get(fp.flow),
+               on_link.get(shared_link, 1) if shared_link is not None else None)
+        if key not in made:
+            sw_lro = (cfg.hypervisor.software_lro_max_bytes // mss
+                      if cfg.hypervisor.features.software_lro and vnic.takes_aggregates else 1)
+            if cfg.topology.kind == "same_vswitch":
+                # switched by the sender's backend (``models.vswitch``): no NIC, so no hardware
+                # LRO; a TSO segment stays whole into a vNIC that takes aggregates, else frames
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                into = model.vms[cfg.workload.vms + fp.vm].vnic if fp.direction == "tx" else vnic
+                hw, sw = 1, (WHOLE_SEGMENT if into.takes_aggregates else 1)
+            elif fp.direction == "tx" and vm_other:  # the partner VM receives as the VM would
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
+                sw = sw_lro
+            elif fp.direction == "tx":   # the peer receives: its LRO, no software LRO
+                seg = _seg_max(vnic.tso and cfg.nic.tso, cfg, mss)
+                hw = cfg.peer.lro_max_bytes // mss if cfg.peer.lro_max_bytes else 1
+                sw = 1
+            else:
+                seg = _seg_max((vnic.tso if vm_other else True) and cfg.nic.tso, cfg, mss)
+                hw = cfg.nic.lro_max_bytes // mss if cfg.nic.lro else 1
+                sw = sw_lro
+            # A window travels as ceil(window / seg_max) equal segments: the receiver's window
+            # reopens only when its application has read (the window update), so the sender gets
+            # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
+            seg_max_bytes = seg
+            linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
+            win = window
+            held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+                window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
+                and cfg.peer.tx_interleave_queues > 1)
+            if held:
+                win = mss * (window // mss)
+            seg = win / math.ceil(win / seg)
+            if cfg.workload.rate_limit_mbps > 0:
+                # A paced sender writes one message when it is due and the window is open: each
+                # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
+                seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
+            b = math.ceil(seg / mss)                   # frames per segment
+            nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
+            sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
+            if hw <= 1 < sw and fp.direction == "rx" and not vm_other \
+                    and cfg.peer.tx_interleave_queues > 1:
+                # Interleaved with the segments of up to Q - 1 other flows on its link, a segment
+                # reaches the host's handler over Q of its own wire times; the handler takes each
+                # arriving segment's worth in a pass of its own unless its coalescing timer is
+                # longer (DES: ~1 pass per segment at 10 us), and software LRO merges per pass.
+                link = next((h.name for h in fp.data if h.kind == LINK), "")
+                q = min(cfg.peer.tx_interleave_queues, on_link.get(link, 1))
+                seg_wire_s = units.transmit_time_s(b * wire(math.ceil(seg / b) + hdr),
+                                                   cfg.nic.link.line_rate_gbps)
+                pass_s = max(seg_wire_s, units.us_to_s(cfg.nic.coalescing.timer_us))
+                pieces = min(b, max(1, round(q * seg_wire_s / pass_s)))
+                k, r = divmod(b, pieces)
+                sw_pk = (r * math.ceil((k + 1) / sw) + (pieces - r) * math.ceil(k / sw)) / seg
+            stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
+            f = (b / seg) / stack_pk
+            # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
+            # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
+            # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
+            a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
+            per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
+                     NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
+            fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,
+                       read_acks=0.0 if linux and not held else 1.0)
+            sndbuf = sndbufs.get(fp.flow)
+            seg_top = min(seg_max_bytes, win)
+            fl.refill = sndbuf is not None and sndbuf < win + seg_top
+            fl.chunk = seg_top if fl.refill else win / _reads_per_window(win, seg_max_bytes)
+            # What leaves at once (one output() of the DES's sender, its segments back to back): a
+            # segment; but a refilling sender's writer waits for room for a whole message and its
+            # write goes out at once, as several segments without TSO (DES,
+            # dev_e1000_64_10g_stream: 24.6K interrupts/s at the peer for 22.9K 16KB writes/s,
+            # not one per segment or per 20-us timer)
+            burst = seg
+            if fl.refill and cfg.workload.rate_limit_mbps <= 0:
+                burst = max(seg, min(cfg.workload.message_bytes, window))
+            elif PIECE_BURSTS and cfg.workload.rate_limit_mbps <= 0 and \
+                    hasattr(net.model.workload, "connections"):
+                burst = _piece_burst(seg, fl.chunk)
+            fl.per_g[B] = 1 / burst
+            made[key] = (seg, win, per_g, seg_max_bytes, fl.read_acks, fl.refill, fl.chunk,
+                         wire(math.ceil(seg / b) + hdr), wire(hdr))
+        seg, win, per_g, seg_max_bytes, read_acks, refill, chunk, frame_wire, ack_wire = made[key]
+        fl = _Flow(fp, mss, hdr, seg, win, dict(per_g), seg_max=seg_max_bytes,
+                   read_acks=read_acks)
+        fl.refill, fl.chunk, fl.frame_wire, fl.ack_wire = refill, chunk, frame_wire, ack_wire
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = _receiving_from(hops)
@@ -459,7 +482,6 @@ def describe_network(cfg: Config) -> _Net:
                 fl.data_link, fl.data_queue, fl.data_links = first, rx_ring, links
             else:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
-        fl.frame_wire, fl.ack_wire = wire(math.ceil(seg / b) + hdr), wire(hdr)
         net.flows.append(fl)
     _compile(net)
     piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
@@ -713,22 +735,36 @@ def _compile(net: _Net) -> None:
     """Every demand as an entry (key, flow, quantity, coefficient): cycles of a (context,
     term), bytes of a link or PCIe direction, per unit of one of the flow's quantities."""
     keys: dict = {}
-    # (key, flow, quantity, coefficient, section, halt, poll, vector, up): ``vector`` a host
-    # NIC queue handler's polled entry, ``up`` the handler upstream of one
-    rows: list[tuple] = []
-    recv_side: list[bool] = []   # per row: on its section's receiving side (``side`` below)
+    # The entries as runs of rows of one table: ``tab`` holds rows (key, quantity,
+    # coefficient, section, halt, poll, vector, up) (``vector`` a host NIC queue handler's
+    # polled entry, ``up`` the handler upstream of one), a context hop's rows once
+    # (``_hop_rows``) and every other entry's row where it is made; each run is (its first row
+    # in ``tab``, its length, its flow, on its section's receiving side: ``side`` below), in
+    # the order of the entries. Expanded once at the end (``_runs_to_entries``).
+    tab: list[tuple] = []
+    r_start: list[int] = []
+    r_len: list[int] = []
+    r_flow: list[int] = []
+    r_recv: list[bool] = []
     vms = [vm for h in net.model.hosts() for vm in h.vms]
     vcpus = {c.name for vm in vms for c in vm.vcpus}
     # vCPUs that run a direct device's driver in its interrupt (``models.vnic.direct``)
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
     per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
+    sections: dict = {}  # (hops, section, vm_rx, hdr, seg, frame_wire) -> its runs, tasks, ...
+    # per flow and section: (its NIC receive queue's ring, the first context after it), None
+    # when it does not arrive from a wire (``queue_handler`` below)
+    handler_at: list = []
 
     def add(key, i, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
-            rows.append((keys.setdefault(key, len(keys)), i, q, coef, section, halt, poll,
-                         vector, up))
-            recv_side.append(side == "recv")
+            r_start.append(len(tab))
+            r_len.append(1)
+            r_flow.append(i)
+            r_recv.append(side == "recv")
+            tab.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll, vector,
+                        up))
 
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
@@ -742,8 +778,32 @@ def _compile(net: _Net) -> None:
         # packets after software LRO
         vm_rx = fl.path.direction == "rx" or net.cfg.topology.vm_partner
         for s_i, section in enumerate(("data", "acks")):
+            hops = getattr(fl.path, section)
+            # A section whose hops (the same objects) and numbers another flow had gives that
+            # flow's entries and tasks again: replayed (S3: the ACK sections, a few kinds)
+            same = (tuple(map(id, hops)), s_i, vm_rx, fl.hdr, fl.seg, fl.frame_wire)
+            done = sections.get(same)
+            if done is not None:
+                runs, tasks, side, handler = done
+                for start, length, recv in runs:
+                    r_start.append(start)
+                    r_len.append(length)
+                    r_flow.append(i)
+                    r_recv.append(recv)
+                net.tasks.extend([(name, i, first) for name, first in tasks])
+                handler_at.append(handler)
+                continue
+            mark, t_mark, replayable = len(r_start), len(net.tasks), True
             side = "send"
-            recv_from = _receiving_from(getattr(fl.path, section))
+            recv_from = _receiving_from(hops)
+            handler = None
+            if hops[recv_from].kind == LINK:
+                ring = next((j for j in range(recv_from, len(hops)) if hops[j].kind == RING),
+                            None)
+                if ring is not None:
+                    handler = (hops[ring].name,
+                               next((h.name for h in hops[ring:] if h.kind == CONTEXT), None))
+            handler_at.append(handler)
             vector = False   # the next context is a host NIC queue's handler
             upstream = None  # the polling handler this section's later contexts follow
             for h_i, hop in enumerate(getattr(fl.path, section)):
@@ -774,14 +834,19 @@ def _compile(net: _Net) -> None:
                         add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
-                        hit = per_hop[at] = (_hop_rows(net, hop, section, s_i, side, polls, up,
-                                                       vm_rx, vcpus, direct, keys),
-                                             None if per_flow else numa, hop)
+                        rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx, vcpus,
+                                         direct, keys)
+                        hit = per_hop[at] = (rows, None if per_flow else numa, hop, len(tab))
+                        tab.extend(rows[1])
+                    replayable = replayable and hit[1] is not None   # no recv() copy
                     first, template = hit[0]
                     if first is not None:
                         net.tasks.append((hop.name, i, first))
-                    rows.extend([(k, i, *rest) for k, *rest in template])
-                    recv_side.extend([side == "recv"] * len(template))
+                    if template:
+                        r_start.append(hit[3])
+                        r_len.append(len(template))
+                        r_flow.append(i)
+                        r_recv.append(side == "recv")
                 elif hop.kind == PCIE:
                     ch = hop.name
                     up = ch.endswith(".up")
@@ -798,6 +863,10 @@ def _compile(net: _Net) -> None:
                         add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
                     else:                                  # ACK frames received
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
+            if replayable:
+                sections[same] = (list(zip(r_start[mark:], r_len[mark:], r_recv[mark:])),
+                                  [(name, first) for name, _, first in net.tasks[t_mark:]],
+                                  side, handler)
         for link in fl.data_links:
             add(("link", link), i, D, fl.frame_wire)
         for link in fl.ack_links:
@@ -805,11 +874,13 @@ def _compile(net: _Net) -> None:
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
-    ek, ef, eq, ec, es, eh, ep, ev, eu = zip(*rows) if rows else ((),) * 9
-    net.e_key, net.e_flow, net.e_q = np.array(ek), np.array(ef), np.array(eq)
-    net.e_coef, net.e_section = np.array(ec, dtype=float), np.array(es)
-    net.e_halt = np.array(eh, dtype=bool)
-    net.e_poll = np.array(ep, dtype=bool)
+    row, net.e_flow, recv_side = _runs_to_entries(r_start, r_len, r_flow, r_recv)
+    tk, tq, tc, ts, th, tp, tv, tu = zip(*tab) if tab else ((),) * 8
+    net.e_key, net.e_q = np.array(tk, dtype=int)[row], np.array(tq, dtype=int)[row]
+    net.e_coef = np.array(tc, dtype=float)[row]
+    net.e_section = np.array(ts, dtype=int)[row]
+    net.e_halt = np.array(th, dtype=bool)[row]
+    net.e_poll = np.array(tp, dtype=bool)[row]
     key_term = np.array([k[1] for k in net.keys], dtype=object)
     def _entries_of(*terms):   # per entry: is its key's term one of ``terms``
         return np.isin(key_term, terms)[net.e_key] if len(net.e_key) else np.zeros(0, bool)
@@ -817,13 +888,14 @@ def _compile(net: _Net) -> None:
     net.e_app = _entries_of(costs.APP_SEND, costs.APP_RECV)
     e_recv = _entries_of(costs.APP_RECV)
     net.cpu = _cpu_view(net, net.tasks)
-    net.e_vector = np.array(ev, dtype=bool)
-    net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in eu], dtype=int)
+    net.e_vector = np.array(tv, dtype=bool)[row]
+    net.e_up = np.array([net.cpu.ctx_index.get(u, -1) if u else -1 for u in tu], dtype=int)[row]
     n = len(net.flows)
     net.per_g = np.zeros((n, NQ))
-    for i, fl in enumerate(net.flows):
-        for q, v in fl.per_g.items():
-            net.per_g[i, q] = v
+    if n:   # each flow's quantities per byte of goodput, by one assignment
+        net.per_g[np.repeat(np.arange(n), [len(fl.per_g) for fl in net.flows]),
+                  [q for fl in net.flows for q in fl.per_g]] = \
+            [v for fl in net.flows for v in fl.per_g.values()]
     net.queues = sorted({fl.data_queue for fl in net.flows} | {fl.ack_queue for fl in net.flows})
     qi = {q: k for k, q in enumerate(net.queues)}
     net.dq = np.array([qi[fl.data_queue] for fl in net.flows])
@@ -833,24 +905,29 @@ def _compile(net: _Net) -> None:
     # hold its coalescer back (``_handler_busy``); -1 for a vNIC's ring (VM to VM, one vswitch)
     # and for a direct device's vCPU (its other work, the application's, is no pass)
     net.queue_handler = np.full(len(net.queues), -1)
-    for fl in net.flows:
-        for section in ("data", "acks"):
-            hops = getattr(fl.path, section)
-            start = _receiving_from(hops)
-            if hops[start].kind != LINK:
-                continue
-            ring = next((j for j in range(start, len(hops)) if hops[j].kind == RING), None)
-            ctx = next((h.name for h in hops[ring:] if h.kind == CONTEXT), None) \
-                if ring is not None else None
-            if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
-                net.queue_handler[qi[hops[ring].name]] = net.cpu.ctx_index[ctx]
+    for handler in handler_at:
+        if handler is None:
+            continue
+        ring, ctx = handler
+        if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
+            net.queue_handler[qi[ring]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
-    _vcpu_rx_entries(net, vcpus, np.array(recv_side, dtype=bool))
+    _vcpu_rx_entries(net, vcpus, recv_side)
     polled = _polled_rings(net.model)
     net.q_polled = np.array([q in polled for q in net.queues], dtype=bool)
     net.ack_frame_bytes = np.array([fl.hdr for fl in net.flows], dtype=float)
     _precompute(net)
+
+
+def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple:
+    """``_compile``'s runs expanded to entries, in the runs' order: per entry its row of the
+    table, its flow, whether it is on its section's receiving side. Run ``j`` is the rows
+    ``start[j] .. start[j] + length[j] - 1``, each for flow ``flow[j]``."""
+    n = np.array(length, dtype=int)
+    before = np.cumsum(n) - n                       # entries ahead of each run
+    row = np.arange(int(n.sum()), dtype=int) + np.repeat(np.array(start, dtype=int) - before, n)
+    return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
 
 
 def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up, vm_rx: bool,
@@ -933,11 +1010,16 @@ def _precompute(net: _Net) -> None:
     # serialised on every link, in the order ``_rtt0`` adds them
     co = net.coalescing
     fixed, no_data_timer = np.zeros(len(net.flows)), np.zeros(len(net.flows), dtype=bool)
+    made: dict = {}   # the same links and numbers give the same delays: computed once each
     for i, fl in enumerate(net.flows):
         frames = math.ceil(fl.chunk / fl.mss)
-        fixed[i] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
-                    + sum(frames * fl.frame_wire / net.link_rate[k] for k in fl.data_links)
-                    + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
+        like = (fl.data_links, fl.ack_links, frames, fl.frame_wire, fl.ack_wire)
+        if like not in made:
+            made[like] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
+                          + sum(frames * fl.frame_wire / net.link_rate[k]
+                                for k in fl.data_links)
+                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
+        fixed[i] = made[like]
         no_data_timer[i] = frames >= co.max_frames
     pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
     pre["key_clock"] = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core
@@ -1846,7 +1928,7 @@ class _McNet:
 
 
 def _mc_network(cfg: Config) -> _McNet:
-    model = build(cfg)
+    model = build(cfg, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     wl = model.workload
     mc = cfg.workload.multicast

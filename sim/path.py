@@ -218,36 +218,49 @@ def _rx_pass(model: Model, end, f: int):
 
 def _send_app(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The sending application's context: its send() calls and segment output."""
+    ctx = end.app_context(f)
+    return _shared(("send_app", id(end), id(ctx), id(snd)),
+                   lambda: _send_app_hops(end, ctx, snd), snd)
+
+
+def _send_app_hops(end, ctx, snd: list[Charge]) -> list[Hop]:
     device = _declared(end.vnic, "guest_charges", "tx") if _is_vm(end) \
         else _declared(end, "driver_charges", "tx")
-    return [_ctx(end.app_context(f), _pick(snd, costs.APP_SEND, costs.STACK_TX), device)]
+    return [_ctx(ctx, _pick(snd, costs.APP_SEND, costs.STACK_TX), device)]
 
 
 def _ack_out(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
     """Where the data receiver builds its ACKs (a VM: the flow's vCPU; a peer: its softirq)."""
+    ctx = end.app_context(f) if _is_vm(end) else end.irq_of(f)
+    return _shared(("ack_out", id(end), id(ctx), id(rcv)),
+                   lambda: _ack_out_hops(end, ctx, rcv), rcv)
+
+
+def _ack_out_hops(end, ctx, rcv: list[Charge]) -> list[Hop]:
     if _is_vm(end):
-        return [_ctx(end.app_context(f), _pick(rcv, costs.STACK_ACK_TX),
+        return [_ctx(ctx, _pick(rcv, costs.STACK_ACK_TX),
                      _declared(end.vnic, "guest_charges", "tx"))]
-    return [_ctx(end.irq_of(f), _pick(rcv, costs.STACK_ACK_TX),
-                 _declared(end, "driver_charges", "tx"))]
+    return [_ctx(ctx, _pick(rcv, costs.STACK_ACK_TX), _declared(end, "driver_charges", "tx"))]
 
 
 def _recv_stack(model: Model, end, f: int, rcv: list[Charge]) -> list[Hop]:
     """The receive pass that takes the data in (a VM's vCPU; a peer's softirq)."""
-    if _is_vm(end):
-        return [_ctx(_rx_pass(model, end, f), _declared(end.vnic, "guest_charges", "rx"),
-                     _pick(rcv, costs.STACK_RX))]
-    return [_ctx(end.irq_of(f), _declared(end, "driver_charges", "rx"),
-                 _pick(rcv, costs.STACK_RX))]
+    return _rx_pass_hops(model, end, f, rcv, costs.STACK_RX)
 
 
 def _ack_in(model: Model, end, f: int, snd: list[Charge]) -> list[Hop]:
     """The receive pass that takes the ACKs in at the data sender."""
-    if _is_vm(end):
-        return [_ctx(_rx_pass(model, end, f), _declared(end.vnic, "guest_charges", "rx"),
-                     _pick(snd, costs.STACK_ACK_RX))]
-    return [_ctx(end.irq_of(f), _declared(end, "driver_charges", "rx"),
-                 _pick(snd, costs.STACK_ACK_RX))]
+    return _rx_pass_hops(model, end, f, snd, costs.STACK_ACK_RX)
+
+
+def _rx_pass_hops(model: Model, end, f: int, stack: list[Charge], term: str) -> list[Hop]:
+    """A receive pass of ``end`` on flow ``f``: its device's receive charges and the stack's
+    ``term``, on the context the pass runs on (a VM: ``_rx_pass``; a peer: its softirq)."""
+    ctx = _rx_pass(model, end, f) if _is_vm(end) else end.irq_of(f)
+    return _shared(("rx_pass", id(end), id(ctx), id(stack), term),
+                   lambda: [_ctx(ctx, _declared(end.vnic, "guest_charges", "rx") if _is_vm(end)
+                                 else _declared(end, "driver_charges", "rx"),
+                                 _pick(stack, term))], stack)
 
 
 def _out(model: Model, src, dst, f: int) -> list[Hop]:
@@ -265,7 +278,20 @@ def _out(model: Model, src, dst, f: int) -> list[Hop]:
         return [_ring(vnic.qdisc, "guest qdisc"), _ring(nic.tx_queue(probe)),
                 _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link)]
     txq = vnic.tx_queue_of(probe)
-    if vswitch.is_local(probe):
+    local = vswitch.is_local(probe)
+    pending, nic_txq = (None, None) if local else (vswitch.pending_of(probe), nic.tx_queue(probe))
+    # the hops depend on the flow only through its port and queues: made once for each
+    return _shared(("out", id(src), id(dst), p, id(txq), local, id(pending), id(nic_txq)),
+                   lambda: _out_hops(model, src, dst, f, p, txq, local, pending, nic_txq))
+
+
+def _out_hops(model: Model, src, dst, f: int, p: int, txq, local: bool, pending,
+              nic_txq) -> list[Hop]:
+    """``_out`` of a VM through its vNIC, backend and vswitch (the queues chosen)."""
+    host = _host_of(model, src)
+    vnic, nic, vswitch = src.vnic, host.nics[p], host.vswitch_of(src.index)
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    if local:
         return [_ring(txq.ring),
                 _ctx(txq.backend, _declared(vnic, "backend_charges", "tx"),
                      _declared(vswitch, "charges", "tx", uplink=False),
@@ -275,7 +301,7 @@ def _out(model: Model, src, dst, f: int) -> list[Hop]:
             _ctx(txq.backend, _declared(vnic, "backend_charges", "tx"),
                  _declared(vswitch, "charges", "tx"),
                  _declared(model.cfg.hypervisor, "driver_charges", "tx")),
-            _ring(vswitch.pending_of(probe), "pending TX"), _ring(nic.tx_queue(probe)),
+            _ring(pending, "pending TX"), _ring(nic_txq),
             _pcie(card.down, "TX data, descriptors, doorbells"), _link(nic.tx_link),
             *_switch_links(model, src.index, f, to_peer=True)]
 
@@ -307,13 +333,23 @@ def _into(model: Model, src, dst, f: int) -> list[Hop]:
     rxq = vnic.rx_queue_of(probe)
     if _is_vm(src) and _host_of(model, src) is host and host.port_of(src.index) == p:
         return [_ring(rxq.ring)]  # switched by the sender's backend (``_out``)
-    nic_rxq = nic.rx_queues[nic.rx_queue_index(probe)]
+    k = nic.rx_queue_index(probe)
+    # the hops depend on the flow only through its port and queues: made once for each
+    return _shared(("into", id(src), id(dst), p, id(rxq), k),
+                   lambda: _into_hops(model, dst, p, rxq, k))
+
+
+def _into_hops(model: Model, dst, p: int, rxq, k: int) -> list[Hop]:
+    """``_into`` a VM through NIC queue ``k`` of port ``p``, its handler and ``rxq``."""
+    host = _host_of(model, dst)
+    vnic, nic, vswitch = dst.vnic, host.nics[p], host.vswitch_of(dst.index)
+    card = host.cards[p // model.cfg.host.ports_per_card]
+    nic_rxq = nic.rx_queues[k]
     hv = model.cfg.hypervisor
     # The copy into ``dst``'s memory on another node: per packet written (after software LRO),
     # nothing per byte (``models.hypervisor.HypervisorRx.cost``).
     numa = _shared(("numa_copy", id(nic_rxq.context), id(vnic)),
                    lambda: _numa_copy(nic_rxq.context, vnic))
-    k = nic.rx_queue_index(probe)
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
             _ctx(nic_rxq.context, _declared(hv, "driver_charges", "rx"),
                  _declared(vswitch, "charges", "rx", sort=_shared(

@@ -32,6 +32,7 @@ import numpy as np
 import simpy
 
 from models import costs, units
+from models.base import check
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
 
@@ -49,6 +50,10 @@ class Connection:
 
 class Workload:
     """Base of every workload: the constructor opens endpoints and starts processes."""
+
+    # Whether the constructor takes ``declare_only=True`` (``sim.builder.build``): a model
+    # that is read, never run; the flows opened without their TCP state, no process started.
+    DECLARES = False
 
     def __init__(self, env: simpy.Environment, params: WorkloadParams, vms: list[StackHost],
                  peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
@@ -124,6 +129,23 @@ def open_connection(src: StackHost, dst: StackHost, flow: int, *, mss_bytes: int
                              sndbuf_bytes=socket_bytes,
                              peer_window_bytes=receiver.rcv_nxt + receiver.window())
     return sender, receiver
+
+
+def declare_connection(src: StackHost, dst: StackHost, flow: int, *, mss_bytes: int,
+                       socket_bytes: int) -> None:
+    """What ``open_connection`` leaves in the hosts for a model that is read, never run
+    (``declare_only``, the fluid engine): the flow's application contexts, placed in the same
+    order (``dst``'s, then ``src``'s: a peer places them round robin as they are asked for), and
+    the same checks of the socket sizes; no ``TcpSender`` or ``TcpReceiver``."""
+    check(socket_bytes >= mss_bytes, "socket_bytes", socket_bytes,
+          f">= one MSS ({mss_bytes} bytes)")
+    window = dst.stack.max_window_bytes(src.stack.window_scaling)
+    check(window is None or window >= mss_bytes, "max_window_bytes", window,
+          f"None or >= one MSS ({mss_bytes} bytes)")
+    sndbuf = int(socket_bytes * src.stack.sndbuf_scale)
+    check(sndbuf >= mss_bytes, "socket_bytes", sndbuf, f">= one MSS ({mss_bytes} bytes)")
+    dst.app_context(flow)
+    src.app_context(flow)
 
 
 def wake_bytes(tcp: TcpSender) -> int:

@@ -35,7 +35,8 @@ import simpy
 
 from models import costs, units
 from models.base import check
-from models.workloads.base import Workload, open_connection, read, write
+from models.workloads.base import (Workload, declare_connection, open_connection, read,
+                                   write)
 
 
 @dataclass(frozen=True)
@@ -73,19 +74,31 @@ class HttpConnection:
 
 
 class Http(Workload):
-    """Opens the connections and runs a client process and a server process for each."""
+    """Opens the connections and runs a client process and a server process for each.
+    ``declare_only`` (``sim.builder.build``, for the fluid engine): each connection's flow and
+    application contexts only (``declare_connection``), no TCP state, no process; ``flows()``
+    then lists the flows with zero counters, and the model cannot run."""
+
+    DECLARES = True
 
     def __init__(self, env: simpy.Environment, params, vms: list, peers: list, *,
-                 mss_bytes: int, seg_max: dict[str, int], rng: np.random.Generator):
+                 mss_bytes: int, seg_max: dict[str, int], rng: np.random.Generator,
+                 declare_only: bool = False):
         super().__init__(env, params, vms, peers, mss_bytes=mss_bytes, seg_max=seg_max, rng=rng)
         self.http: HttpParams = params.http
         self.get = params.direction == "tx"  # GET: the VM (server) sends the objects
         self.connections: list[HttpConnection] = []
+        self.declared = declare_only
         sock = params.socket_bytes
         for v, vm in enumerate(vms):
             peer = peers[v]
             for c in range(params.sessions_per_vm):
                 k = v * params.sessions_per_vm + c
+                if declare_only:   # the calls open_connection makes, in its order
+                    declare_connection(peer, vm, k, mss_bytes=mss_bytes, socket_bytes=sock)
+                    declare_connection(vm, peer, k, mss_bytes=mss_bytes, socket_bytes=sock)
+                    self.connections.append(HttpConnection(k, v, None, None))
+                    continue
                 up = open_connection(peer, vm, k, mss_bytes=mss_bytes,
                                      seg_max_bytes=seg_max["peer"], socket_bytes=sock)
                 down = open_connection(vm, peer, k, mss_bytes=mss_bytes,
@@ -135,6 +148,10 @@ class Http(Workload):
     # -- recorder hooks -------------------------------------------------------------------
     def flows(self) -> list[dict]:
         """One record per connection, both directions summed (they share the flow id)."""
+        if self.declared:   # no TCP state (``declare_only``): the flows, nothing counted
+            return [{"flow": c.flow, "vm": c.vm, "bytes_read": 0, "rtt_sum_s": 0.0,
+                     "rtt_samples": 0, "retransmits": 0, "timeouts": 0}
+                    for c in self.connections]
         out = []
         for c in self.connections:
             (s_up, r_up), (s_down, r_down) = c.up, c.down

@@ -114,7 +114,9 @@ def _direct_paths(model):
             for r in model.workload.flows()]
 
 
-@pytest.mark.parametrize("overrides", [CASES[0], ["experiment=g80_send"]],
+@pytest.mark.parametrize("overrides", [CASES[0], ["experiment=g80_send"],
+                                       ["experiment=g80_receive", "workload.sessions_per_vm=20"],
+                                       ["experiment=v2v_same_vswitch"]],   # switched locally
                          ids=lambda o: o[0].split("=")[1])
 def test_shared_hops_equal_the_paths_built_one_by_one(overrides):
     # the memo shares each hop between the flows that cross it and builds the same paths
@@ -129,10 +131,14 @@ def test_shared_hops_equal_the_paths_built_one_by_one(overrides):
 
 
 @pytest.mark.parametrize("overrides", [*CASES, ["experiment=e35_rx_scaling", "workload.vms=4"],
-                                       ["experiment=hw_100g_epyc_rx"]],  # a vCPU fed by two vectors
+                                       ["experiment=hw_100g_epyc_rx"],  # a vCPU fed by two vectors
+                                       ["experiment=g80_receive", "host.nic_ports=1",
+                                        "workload.sessions_per_vm=20"]],
                          ids=lambda o: "_".join(x.split("=")[1] for x in o))
 def test_per_hop_rows_equal_the_entries_compiled_hop_by_hop(overrides):
-    # each flow's hops as objects of their own, so no hop's rows are reused: the same entries
+    # each flow's hops as objects of their own, so no hop's rows are reused and no section is
+    # replayed (g80_receive, one port: 40 ACK sections of 16 kinds, 24 replayed): the same
+    # entries
     from dataclasses import replace
     net = fluid.describe_network(compose_checked("configs", overrides))
     alone = fluid.describe_network(compose_checked("configs", overrides))
@@ -143,8 +149,49 @@ def test_per_hop_rows_equal_the_entries_compiled_hop_by_hop(overrides):
     fluid._compile(alone)
     assert alone.keys == net.keys and alone.tasks == net.tasks and alone.unknown == net.unknown
     for name in ("e_key", "e_flow", "e_q", "e_coef", "e_section", "e_halt", "e_poll",
-                 "e_vector", "e_up", "e_background", "e_app", "e_recv_app", "e_per_irq"):
+                 "e_vector", "e_up", "e_background", "e_app", "e_recv_app", "e_per_irq",
+                 "queue_handler", "per_g", "dq", "aq", "e_vring"):
         assert np.array_equal(getattr(alone, name), getattr(net, name)), name
+    for name in ("rtt_fixed", "no_data_timer", "eq_flat", "burst_scale"):
+        assert np.array_equal(alone.pre[name], net.pre[name]), name
+
+
+def test_declared_model_has_the_built_models_contexts_and_paths():
+    # the fluid engine's model (``build(declare_only=True)``): no TCP state, no process, but
+    # every context on the same core in the same order, and the same declared paths
+    from dataclasses import replace
+
+    from sim.builder import build
+    from sim.path import flow_paths
+    cfg = compose_checked("configs", ["experiment=g80_send", "workload.sessions_per_vm=5"])
+    run, read = build(cfg), build(cfg, declare_only=True)
+    assert read.workload.declared and not any(vm.senders or vm.receivers for vm in read.vms)
+    assert not read.env._queue and run.env._queue        # nothing scheduled to run
+    ctxs = lambda m: [(c.name, c.core.index, c.core.node) for c in fluid._contexts_by_name(
+        m).values()]                                     # noqa: E731
+    assert ctxs(read) == ctxs(run)
+    assert [c.name for p in read.peers for c in p.contexts()] == \
+        [c.name for p in run.peers for c in p.contexts()]
+    same = lambda paths: [(p.flow, p.vm, [(h.kind, h.name, h.detail, h.charges)
+                                          for h in (*p.data, *p.acks)]) for p in paths]  # noqa
+    assert same(flow_paths(read)) == same(flow_paths(run))
+    with pytest.raises(ValueError, match="socket_bytes"):   # the same checks of the sockets
+        build(replace(cfg, workload=replace(cfg.workload, socket_bytes=1000)), declare_only=True)
+
+
+def test_a_solve_leaves_no_cycle_holding_the_network():
+    # scipy's brentq keeps the function it is given in a reference cycle; the solve hands it
+    # a handle it empties after, so the network (and its entries) go when the solve returns,
+    # not at the next collection (the collector off here: solve() then collects nothing)
+    import gc
+    cfg = compose_checked("configs", CASES[0])
+    gc.collect()
+    gc.disable()
+    try:
+        fluid.solve(cfg)
+        assert not [o for o in gc.get_objects() if isinstance(o, fluid._Net)]
+    finally:
+        gc.enable()
 
 
 def test_the_collector_is_off_in_a_solve_and_back_after(monkeypatch):
