@@ -67,7 +67,7 @@ _ONE_1G_SENDER = ["experiment=e35_tx_single_vm", "workload.vms=1", "workload.soc
 @pytest.fixture
 def rides_on(monkeypatch):
     # the rule is off by default (``sim.fluid.WINDOW_UPDATE_RIDES_OTHERS``: measured against the
-    # DES, docs/fluid.md "Seventh slice"); these tests check what it does when on
+    # DES, docs/fluid.md "Seventh slice", "Eighth slice"); these tests check what it does when on
     monkeypatch.setattr(fluid, "WINDOW_UPDATE_RIDES_OTHERS", True)
 
 
@@ -146,3 +146,54 @@ def test_a_writer_ahead_sender_sends_each_reopened_piece_at_once(monkeypatch):
     monkeypatch.setattr(fluid, "PIECE_BURSTS", False)   # one burst per segment
     segs, irq, _ = data_side()
     assert irq == pytest.approx(segs, rel=1e-9)
+
+
+_SATURATED_READER = ["experiment=e35_tx_single_vm", "workload.vms=1", "workload.sessions_per_vm=1",
+                     "workload.socket_bytes=262144", "workload.message_bytes=65536",
+                     "nic.link.line_rate_gbps=10.0", "nic.coalescing.max_frames=16",
+                     "host.cpu.clock_hz=4e9"]
+
+
+def test_a_saturated_reader_reads_several_pieces_at_once(rides_on, monkeypatch):
+    # One 10GbE sender at 4 GHz, 256KB window, 64KB messages: the peer's reader is at 100% and
+    # the window goes round in 4 pieces of 64KB (10890/s). A saturated reader reads what
+    # arrived during its previous read (``sim.fluid._merged_reads``: X = (W - G R) / (f + 1/2)):
+    # the DES (0.03 s after 0.03 s) 5470 reads (window updates)/s of ~130KB, 15470 host-queue
+    # ACK interrupts/s, 14000 virtual interrupts/s; the fluid engine one read per piece
+    # before (10890 reads, 21770 ACK interrupts and, with every ACK interrupt raising one,
+    # 21770 virtual interrupts). The virtual interrupts with ``WINDOW_UPDATE_RIDES_OTHERS``
+    # (``rides_on``).
+    def solved():
+        net = fluid.describe_network(compose_checked("configs", _SATURATED_READER))
+        _, st, _ = fluid._solve_piled(net)
+        return net, st.quantities[0]
+
+    net, q = solved()
+    assert net.pre["read_bytes"][0] > net.flows[0].chunk
+    assert q[fluid.READS] == pytest.approx(5470, rel=0.25)
+    assert q[fluid.READS] < 0.7 * q[fluid.IR]
+    assert q[fluid.IRQ_A] == pytest.approx(15470, rel=0.25)
+    # its updates come at a random phase of its own data ACK trains' passes, and ride them
+    # (``_others_rx_busy`` counts the flow's own passes): fewer virtual interrupts than ACK
+    # interrupts though the read outlasts the pass
+    assert not fluid._update_in_own_pass(net, q[None, :]).any()
+    assert q[fluid.VIA] == pytest.approx(14000, rel=0.15)
+    assert q[fluid.VIA] < 0.95 * q[fluid.IRQ_A]
+    monkeypatch.setattr(fluid, "READS_MERGE", False)    # one read per piece
+    net, q = solved()
+    assert "read_bytes" not in net.pre
+    assert q[fluid.READS] == pytest.approx(q[fluid.IR], rel=1e-9)
+    assert q[fluid.VIA] == pytest.approx(q[fluid.IRQ_A], rel=1e-9)
+
+
+def test_an_unsaturated_reader_reads_once_per_piece():
+    # The same sender at 1GbE: the peer's reader is nearly idle, one read per piece
+    # (``_merged_reads`` is a step at ``SATURATED``: the DES's paced pieces are read one by
+    # one even at 94%, docs/fluid.md).
+    over = [o for o in _SATURATED_READER if not o.startswith("nic.link")]
+    net = fluid.describe_network(compose_checked("configs",
+                                                 [*over, "nic.link.line_rate_gbps=1.0"]))
+    _, st, _ = fluid._solve_piled(net)
+    assert net.pre.get("read_bytes") is None       # no merged reads: the state as before
+    q = st.quantities[0]
+    assert q[fluid.READS] == pytest.approx(min(q[fluid.STACK_PK], q[fluid.IR]), rel=1e-9)
