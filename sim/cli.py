@@ -35,7 +35,7 @@ commands:
   compare [key=value ...]                     the DES and the fluid engine side by side
   bench [--scenarios S1,RR] [--no-series] ... speed benchmark (python -m sim bench --help)
   validate [--only IDS] [--quick] ...         every published target, pass/fail, report.html
-  calibrate [--only BLOCKS] ...               refit configs/calibration/default.yaml
+  calibrate [--jobs N] [--cold] ...           refit configs/calibration/default.yaml
   collect DIR [--out FILE]                    a sweep's points as one Parquet table
   report DIR [--out FILE]                     a self-contained HTML page for a run or a sweep
   plan --max|--min METRIC=V ... [--choose]    how many VMs fit, or the cheapest option
