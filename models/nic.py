@@ -323,9 +323,19 @@ class NicPort:
         return self._tx_frames + sum(e[2].frames for e in self._sent if e[0] <= now)
 
     @property
-    def tx_wire_bytes(self) -> int:
+    def tx_wire_bytes(self) -> float:
+        """Bytes on the wire up to now: a burst still leaving counts the share its wire time
+        has sent (a TSO burst straddling the end of a measurement window would otherwise count
+        whole and put the port above its line rate)."""
         now = self.env.now
-        return self._tx_wire_bytes + sum(e[2].wire_bytes for e in self._sent if e[0] <= now)
+        total = self._tx_wire_bytes
+        for end, _, burst, _, _ in self._sent:
+            if end <= now:
+                total += burst.wire_bytes
+            else:
+                wire_s = self._wire_s(burst)
+                total += burst.wire_bytes * max(0.0, 1.0 - (end - now) / wire_s)
+        return total
 
     def backlog_flows(self, limit: int, exclude: int, scan: int = 64) -> int:
         """Distinct flows other than ``exclude`` among the last data bursts booked on the wire
