@@ -57,6 +57,12 @@ def run_one():
     return _run
 
 
+def term_cycles_per_s(tables, term: str) -> float:
+    """A run's cycles/s of one cost term, summed over its contexts (``cost_terms`` table)."""
+    t = tables["cost_terms"]
+    return float(t.loc[t["term"] == term, "cycles_per_s"].sum())
+
+
 @pytest.fixture(scope="session")
 def sim_cli():
     """sim_cli(*args, env={...}) -> CompletedProcess of ``python -m sim ARGS``, a fresh process."""

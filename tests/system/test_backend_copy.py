@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.builder import build
-from sim.metrics import hypervisor_contexts, measure, snapshot
+from sim.metrics import hypervisor_contexts
+from tests.conftest import term_cycles_per_s
 
 W = ["run.warmup_s=0.01", "run.measure_s=0.02", "run.replications=1",
      "workload.rate_limit_mbps=300", "workload.vms=3"]
@@ -27,26 +27,12 @@ OFF = ["experiment=vmdq_low_load_off", *W]
 VMDQ = ["experiment=vmdq_low_load_q16", *W]
 
 
-def _run(compose, overrides):
-    cfg = compose(overrides, short=False)
-    model = build(cfg)
-    model.env.run(until=cfg.run.warmup_s)
-    s0 = snapshot(model)
-    model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-    summary, tables = measure(model, s0, snapshot(model), cfg.run.measure_s, 0)
-    return cfg, model, summary, tables
-
-
-def _backend_rx(tables) -> float:
-    t = tables["cost_terms"]
-    return float(t.loc[t["term"] == "backend_rx", "cycles_per_s"].sum())
-
-
-def _copy_cycles(compose, base):
+def _copy_cycles(compose, run_one, base):
     """The backend's cycles/s at copy rates 2 and 0 cycles/byte, and the bytes/s delivered."""
-    _, _, s2, t2 = _run(compose, [*base, "host.cpu.copy_per_byte_cycles=2.0"])
-    _, _, s0, t0 = _run(compose, [*base, "host.cpu.copy_per_byte_cycles=0.0"])
-    return _backend_rx(t2) - _backend_rx(t0), s2["goodput_gbps"] * 1e9 / 8
+    _, s2, t2 = run_one(compose([*base, "host.cpu.copy_per_byte_cycles=2.0"], short=False))
+    _, _, t0 = run_one(compose([*base, "host.cpu.copy_per_byte_cycles=0.0"], short=False))
+    return (term_cycles_per_s(t2, "backend_rx") - term_cycles_per_s(t0, "backend_rx"),
+            s2["goodput_gbps"] * 1e9 / 8)
 
 
 def test_the_backend_reads_the_host_processors_copy_rate(compose):
@@ -55,24 +41,24 @@ def test_the_backend_reads_the_host_processors_copy_rate(compose):
         assert cfg.vnic.backend_rx.per_byte_cycles == cfg.host.cpu.copy_per_byte_cycles > 0
 
 
-def test_without_netqueue_every_received_byte_pays_the_copy(compose):
+def test_without_netqueue_every_received_byte_pays_the_copy(compose, run_one):
     """One shared queue: the backend's per-byte term is the copy rate times the bytes."""
-    extra, bytes_per_s = _copy_cycles(compose, OFF)
+    extra, bytes_per_s = _copy_cycles(compose, run_one, OFF)
     assert extra == pytest.approx(2.0 * bytes_per_s, rel=0.05)
 
 
-def test_a_guest_mapped_vmdq_queue_pays_no_copy(compose):
+def test_a_guest_mapped_vmdq_queue_pays_no_copy(compose, run_one):
     """Each of the 3 VMs has its own VMDq queue, mapped into its memory: the copy rate does not
     change the backend's cycles; the per-packet work is still paid."""
-    extra, bytes_per_s = _copy_cycles(compose, VMDQ)
+    extra, bytes_per_s = _copy_cycles(compose, run_one, VMDQ)
     assert bytes_per_s > 0
     assert abs(extra) < 0.01 * 2.0 * bytes_per_s
-    _, _, _, t = _run(compose, VMDQ)
-    assert _backend_rx(t) > 0
+    _, _, t = run_one(compose(VMDQ, short=False))
+    assert term_cycles_per_s(t, "backend_rx") > 0
 
 
-def test_the_hypervisors_cpu_is_the_host_contexts_that_are_not_vcpus(compose):
-    cfg, model, s, t = _run(compose, VMDQ)
+def test_the_hypervisors_cpu_is_the_host_contexts_that_are_not_vcpus(compose, run_one):
+    model, s, t = run_one(compose(VMDQ, short=False))
     vcpus = {c.name for vm in model.vms for c in vm.vcpus}
     hv = hypervisor_contexts(model)
     assert hv and not hv & vcpus and any(n.endswith(".irq") for n in hv)
@@ -80,7 +66,7 @@ def test_the_hypervisors_cpu_is_the_host_contexts_that_are_not_vcpus(compose):
     host = ctx[ctx["host"] == "host"]
     assert set(host.loc[host["hypervisor"], "context"]) == hv
     busy = host.loc[host["hypervisor"], "util_pct"].sum()
-    assert s["hypervisor_cpu_util_pct"] == pytest.approx(busy / cfg.host.cpu.n_cores, rel=1e-6)
+    assert s["hypervisor_cpu_util_pct"] == pytest.approx(busy / model.cfg.host.cpu.n_cores, rel=1e-6)
     assert 0 < s["hypervisor_cpu_util_pct"] < s["host_cpu_util_pct"]
 
 

@@ -15,8 +15,6 @@ import pytest
 
 from models.base import Stats
 from models.nic import NicParams, NicPort
-from sim.builder import build
-from sim.metrics import measure, snapshot
 
 W = ["run.warmup_s=0.01", "run.measure_s=0.02", "run.replications=1",
      "workload.rate_limit_mbps=300"]
@@ -24,13 +22,8 @@ OFF = ["experiment=vmdq_low_load_off", "workload.vms=3", *W]
 VMDQ = ["experiment=vmdq_low_load_q16", "workload.vms=3", *W]
 
 
-def _run(compose, overrides):
-    cfg = compose(overrides, short=False)
-    model = build(cfg)
-    model.env.run(until=cfg.run.warmup_s)
-    s0 = snapshot(model)
-    model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-    return cfg, measure(model, s0, snapshot(model), cfg.run.measure_s, 0)[1]
+def _tables(compose, run_one, overrides):
+    return run_one(compose(overrides, short=False))[2]
 
 
 def _terms(tables, term):
@@ -49,13 +42,14 @@ def test_shared_queues_are_those_the_sorter_does_not_dedicate_to_one_port():
     assert port(4, "rss").shared_queues([0, 1]) == {0, 1, 2, 3}
 
 
-def test_without_netqueue_the_default_queue_pays_the_sort_per_packet(compose, compose_raw):
+def test_without_netqueue_the_default_queue_pays_the_sort_per_packet(compose, compose_raw,
+                                                                     run_one):
     """NetQueue off: the one queue's handler pays ``sort.per_packet_cycles`` for every packet it
     switches (as many as the vswitch term counts); setting the price to 0 removes the term."""
     vs = compose_raw(OFF, short=False)["hypervisor"]["vswitch"]
     price, fwd = vs["sort"]["per_packet_cycles"], vs["cost"]["per_packet_cycles"]
     assert price > 0 and fwd > 0
-    _, t = _run(compose, OFF)
+    t = _tables(compose, run_one, OFF)
     sort, vswitch = _terms(t, "sw_sort"), _terms(t, "vswitch")
     irq = "nic0.rxq0.irq"
     assert list(sort.index) == [irq]
@@ -63,16 +57,16 @@ def test_without_netqueue_the_default_queue_pays_the_sort_per_packet(compose, co
     # every packet the vswitch forwarded from the wire was sorted first
     assert sort.loc[irq, "cycles_per_s"] / price == pytest.approx(
         vswitch.loc[irq, "cycles_per_s"] / fwd, rel=1e-6)
-    _, t0 = _run(compose, [*OFF, "hypervisor.vswitch.sort.per_packet_cycles=0"])
+    t0 = _tables(compose, run_one, [*OFF, "hypervisor.vswitch.sort.per_packet_cycles=0"])
     assert _terms(t0, "sw_sort").empty
 
 
-def test_vmdq_queues_skip_the_sort_except_the_shared_default_queue(compose):
+def test_vmdq_queues_skip_the_sort_except_the_shared_default_queue(compose, run_one):
     """VMDq with a queue per VM: no sort anywhere; with 2 queues for 3 VMs, VM 0 has queue 1
     (no sort) and VMs 1 and 2 share the default queue 0, whose handler sorts."""
-    _, t = _run(compose, VMDQ)
+    t = _tables(compose, run_one, VMDQ)
     assert _terms(t, "sw_sort").empty
-    _, t2 = _run(compose, [*VMDQ, "nic.rx_queues=2"])
+    t2 = _tables(compose, run_one, [*VMDQ, "nic.rx_queues=2"])
     sort = _terms(t2, "sw_sort")
     assert list(sort.index) == ["nic0.rxq0.irq"]
     assert sort.loc["nic0.rxq0.irq", "cycles_per_s"] > 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from sim.builder import build
-from sim.metrics import measure, snapshot
+from tests.conftest import term_cycles_per_s
 
 W = ["run.warmup_s=0.01", "run.measure_s=0.02", "run.replications=1",
      "workload.rate_limit_mbps=2000"]
@@ -25,38 +25,24 @@ ONE_VNIC = ["experiment=v6_vnic_rx_60", *W]
 TWO_VNICS = [*ONE_VNIC, "workload.vms=2", "guest.vcpus=2"]
 
 
-def _run(compose, overrides):
-    cfg = compose(overrides, short=False)
-    model = build(cfg)
-    model.env.run(until=cfg.run.warmup_s)
-    s0 = snapshot(model)
-    model.env.run(until=cfg.run.warmup_s + cfg.run.measure_s)
-    summary, tables = measure(model, s0, snapshot(model), cfg.run.measure_s, 0)
-    return summary, tables
-
-
-def _backend_rx(tables) -> float:
-    t = tables["cost_terms"]
-    return float(t.loc[t["term"] == "backend_rx", "cycles_per_s"].sum())
-
-
-def _copy_cycles(compose, base):
+def _copy_cycles(compose, run_one, base):
     """The backend's cycles/s at copy rates 2 and 0 cycles/byte, the bytes/s delivered, and
     the backend's cycles at rate 0 (its per-packet work)."""
-    s2, t2 = _run(compose, [*base, "host.cpu.copy_per_byte_cycles=2.0"])
-    s0, t0 = _run(compose, [*base, "host.cpu.copy_per_byte_cycles=0.0"])
-    return _backend_rx(t2) - _backend_rx(t0), s2["goodput_gbps"] * 1e9 / 8, _backend_rx(t0)
+    _, s2, t2 = run_one(compose([*base, "host.cpu.copy_per_byte_cycles=2.0"], short=False))
+    _, _, t0 = run_one(compose([*base, "host.cpu.copy_per_byte_cycles=0.0"], short=False))
+    at0 = term_cycles_per_s(t0, "backend_rx")
+    return term_cycles_per_s(t2, "backend_rx") - at0, s2["goodput_gbps"] * 1e9 / 8, at0
 
 
-def test_rss_queues_a_single_vnic_requested_pay_no_copy(compose):
-    extra, bytes_per_s, per_packet = _copy_cycles(compose, ONE_VNIC)
+def test_rss_queues_a_single_vnic_requested_pay_no_copy(compose, run_one):
+    extra, bytes_per_s, per_packet = _copy_cycles(compose, run_one, ONE_VNIC)
     assert bytes_per_s > 0
     assert abs(extra) < 0.01 * 2.0 * bytes_per_s
     assert per_packet > 0
 
 
-def test_rss_queues_shared_by_two_vnics_copy_every_byte(compose):
-    extra, bytes_per_s, _ = _copy_cycles(compose, TWO_VNICS)
+def test_rss_queues_shared_by_two_vnics_copy_every_byte(compose, run_one):
+    extra, bytes_per_s, _ = _copy_cycles(compose, run_one, TWO_VNICS)
     assert extra == pytest.approx(2.0 * bytes_per_s, rel=0.05)
 
 

@@ -251,10 +251,12 @@ def test_tiny_messages_reach_tcp_in_tasks_of_at_most_64_calls():
     assert app.ctx.tasks == free // MAX_CALLS_PER_TASK + -(-reader.value // MAX_CALLS_PER_TASK)
 
 
-def _tso_sender(env, sent, divisor):
+def _tso_sender(env, sent, divisor, **kw):
+    """A TSO sender with a 24-frame peer window and 200 frames to send (its first window
+    already out), deferring at 1/``divisor`` of the window; ``kw``: more TcpSender options."""
     s = TcpSender(env, 0, TcpParams(initial_cwnd_segments=1000), mss_bytes=MSS,
                   seg_max_bytes=44 * MSS, sndbuf_bytes=400 * MSS, tso=True, src=1, dst=2,
-                  emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=divisor)
+                  emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=divisor, **kw)
     s.write(200 * MSS)
     return s
 
@@ -289,11 +291,7 @@ def _acks_at(times_s, timer_hz):
     the frames of each segment it sent after the first window, and its deferral timeouts."""
     env = simpy.Environment()
     sent: list[Burst] = []
-    s = TcpSender(env, 0, TcpParams(initial_cwnd_segments=1000), mss_bytes=MSS,
-                  seg_max_bytes=44 * MSS, sndbuf_bytes=400 * MSS, tso=True, src=1, dst=2,
-                  emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=3,
-                  timer_hz=timer_hz)
-    s.write(200 * MSS)
+    s = _tso_sender(env, sent, 3, timer_hz=timer_hz)
     sent.clear()
 
     def acks():
@@ -333,11 +331,7 @@ def test_an_ack_train_taken_ack_by_ack_cuts_tso_segments_at_the_deferral_share(a
                                                                                   sizes):
     env = simpy.Environment()
     sent: list[Burst] = []
-    snd = TcpSender(env, 0, TcpParams(initial_cwnd_segments=1000), mss_bytes=MSS,
-                    seg_max_bytes=44 * MSS, sndbuf_bytes=400 * MSS, tso=True, src=1, dst=2,
-                    emit=sent.append, peer_window_bytes=24 * MSS, tso_win_divisor=3,
-                    ack_by_ack=ack_by_ack)
-    snd.write(200 * MSS)
+    snd = _tso_sender(env, sent, 3, ack_by_ack=ack_by_ack)
     sent.clear()
     snd.on_ack(_train(snd, 6))
     assert [b.frames for b in sent] == sizes
