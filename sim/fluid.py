@@ -166,6 +166,7 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
     frozen = np.zeros(n, dtype=bool)
     binding: dict[int, str] = {}
     level, rounds, evals = 0.0, 0, 0
+    loads = _keep_last(loads)
 
     def at(t: float) -> np.ndarray:
         return np.where(frozen, rates, t)
@@ -223,6 +224,23 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
     ld = loads(rates)
     return Filling(list(rates), binding, {c: float(v) for c, v in zip(names, ld)}, rounds,
                    evals)
+
+
+def _keep_last(loads):
+    """``loads`` that keeps its last evaluation: called again with the same rates (the same
+    bytes, so the same bits), it returns that array instead of evaluating again. The filling
+    evaluates the level it settles on inside its search (``excess``), then again to freeze
+    its flows, and the next round starts from that level; the final rates are the last
+    round's level. The array returned is the same object: callers only read it."""
+    last: list = [None, None]
+
+    def kept(rates):
+        key = np.asarray(rates, dtype=float).tobytes()
+        if last[0] != key:
+            last[1] = loads(rates)
+            last[0] = key
+        return last[1]
+    return kept
 
 
 # -- the network description ------------------------------------------------------------------
@@ -1675,11 +1693,25 @@ def _solve_net(net: _Net, iterations: int = 8):
     # wake-ups (``_halt_wakeups``) and a polling receiver's per-interrupt work (``_polling``)
     # fill idle time only: not a constraint (``_precompute``: net.e_halt | net.e_poll)
     f_i, f_key = net.pre["filler"]
+    # every evaluation, keyed by the exact rates and the merged reads' bytes (the one input of
+    # ``demands`` besides the rates that the iterations below change): each fixed-point
+    # iteration's filling starts again at zero and at the levels it went through, and the
+    # state at the filling's rates is its last evaluation
+    seen: dict = {}
+
+    def evaluate(rates):
+        read = net.pre.get("read_bytes")
+        key = (np.asarray(rates, dtype=float).tobytes(),
+               None if read is None else read.tobytes())
+        hit = seen.get(key)
+        if hit is None:
+            st = demands(net, rates)
+            kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
+            hit = seen[key] = (st, np.concatenate([np.bincount(prob.rows, kl, m), rates]))
+        return hit
 
     def loads(rates):
-        st = demands(net, rates)
-        kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
-        return np.concatenate([np.bincount(prob.rows, kl, m), rates])
+        return evaluate(rates)[1]
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
     rtt = np.full(n, 1e-4)
@@ -1694,7 +1726,7 @@ def _solve_net(net: _Net, iterations: int = 8):
         prob.cap[m:] = np.minimum(cap_w, pace)
         fill = fill_arrays(n, loads, prob.cap, prob.inc, prob.names)
         evals += fill.evaluations
-        st = demands(net, fill.rates)
+        st = evaluate(fill.rates)[0]
         # the window bound with queueing (mean-value analysis at these rates' batching)
         if WINDOW_QUEUEING:
             new, rtt = _window_mva(net, st, _rtt0(net, st, with_service=False))
