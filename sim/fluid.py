@@ -1053,6 +1053,7 @@ def _precompute(net: _Net) -> None:
                                   1.0)
     pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
     pre["others"] = 1 - chunk / window
+    pre["classes"] = _task_classes(net)
     held = np.array([fl.chunk >= fl.window and fl.seg_max < fl.window < fl.seg_max + fl.mss
                      for fl in net.flows], dtype=bool)
     reader = np.full(len(net.flows), -1)
@@ -1506,20 +1507,20 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     ctx = (net.e_section >= 0) & (secs > 0)
     if not ctx.any():
         return np.zeros(len(net.flows))
-    app = net.e_app
-    core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
-    # task classes: (context, flow, section, application calls or not)
-    gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + app
-    ids, g = np.unique(gid[ctx], return_inverse=True)
-    m = len(ids)
-    tau = np.bincount(g, secs[ctx], m)
-    busy = np.bincount(g, st.entry[ctx] / clock[net.e_key[ctx]], m)
-    g_core = np.zeros(m, dtype=int)
-    g_core[g] = core[ctx]
-    g_flow = np.zeros(m, dtype=int)
-    g_flow[g] = net.e_flow[ctx]
+    # task classes: (context, flow, section, application calls or not), numbered in the order
+    # of their ids (``_task_classes``); those with an entry in ``ctx``, renumbered in order
+    base, g, m, g_core, g_flow = net.pre["classes"]
+    inside = ctx[base]
+    if not inside.all():
+        base = base[inside]
+        present = np.zeros(m, dtype=bool)
+        present[g[inside]] = True
+        g = (np.cumsum(present) - 1)[g[inside]]
+        m, g_core, g_flow = int(present.sum()), g_core[present], g_flow[present]
+    tau = np.bincount(g, secs[base], m)
+    busy = np.bincount(g, st.entry[base] / clock[net.e_key[base]], m)
     g_loop = np.zeros(m, dtype=bool)
-    g_loop[g[loop[ctx]]] = True
+    g_loop[g[loop[base]]] = True
     res = np.minimum(busy, 1.0) * tau / 2            # U_h tau_h / 2 per class
     nc = len(net.cpu.core_clock)
     n = len(net.flows)
@@ -1530,6 +1531,23 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
     others = net.pre["others"]
     return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+
+
+def _task_classes(net: _Net) -> tuple:
+    """``_residual_waits``'s task classes, which do not depend on the rates: the context
+    entries (their indices), each one's class (0 .. m-1, in the order of the class ids
+    ``(context, flow, section, application calls or not)`` as ``np.unique`` numbers them),
+    the number of classes, each class's core and flow."""
+    base = np.flatnonzero(net.e_section >= 0)
+    gid = ((net.cpu.e_ctx[base] * len(net.flows) + net.e_flow[base]) * 4
+           + net.e_section[base] * 2 + net.e_app[base])
+    ids, g = np.unique(gid, return_inverse=True)
+    m = len(ids)
+    g_core = np.zeros(m, dtype=int)
+    g_core[g] = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx[base], 0)]
+    g_flow = np.zeros(m, dtype=int)
+    g_flow[g] = net.e_flow[base]
+    return base, g, m, g_core, g_flow
 
 
 def _window_mva(net: _Net, st: State, delay_s: np.ndarray,
