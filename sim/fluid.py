@@ -773,6 +773,7 @@ def _compile(net: _Net) -> None:
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
     per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
+    per_like: dict = {}  # ``_hop_like`` -> the NUMA entries, rows and terms of the first such hop
     sections: dict = {}  # (hops, section, vm_rx, hdr, seg, frame_wire) -> its runs, tasks, ...
     # per flow and section: (its NIC receive queue's ring, the first context after it), None
     # when it does not arrive from a wire (``queue_handler`` below)
@@ -849,14 +850,29 @@ def _compile(net: _Net) -> None:
                     at = (id(hop), s_i, side, polls, up, vm_rx, fl.hdr)
                     hit = per_hop.get(at)
                     numa = hit[1] if hit is not None else None
+                    if hit is None:
+                        # a hop alike one met before (the same charges, state and NUMA
+                        # placement, another name: S3's peer application contexts, one a
+                        # connection): its rows and NUMA entries are that hop's, renamed
+                        # (``_hop_rows_like``)
+                        like = _hop_like(net, hop, s_i, side, polls, up, vm_rx, fl.hdr, vcpus,
+                                         direct)
+                        was = per_like.get(like)
+                        if was is not None and was[0] is not None:
+                            numa = [((hop.name, key[1]), q, coef) for key, q, coef in was[0]]
                     if numa is None:
                         numa = _numa_entries(net, fl, hop, section, side, vm_rx)
                     for key, q, coef in numa:
                         add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
-                        rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx, vcpus,
-                                         direct, keys)
+                        if was is None:
+                            terms: list = []
+                            rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx,
+                                             vcpus, direct, keys, terms)
+                            per_like[like] = (None if per_flow else numa, rows, terms)
+                        else:
+                            rows = _hop_rows_like(hop.name, was[1], was[2], keys)
                         hit = per_hop[at] = (rows, None if per_flow else numa, hop, len(tab))
                         tab.extend(rows[1])
                     replayable = replayable and hit[1] is not None   # no recv() copy
@@ -951,18 +967,41 @@ def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple
     return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
 
 
+def _hop_like(net: _Net, hop, s_i: int, side: str, polls: bool, up, vm_rx: bool, hdr: int,
+              vcpus: set, direct: set) -> tuple:
+    """What a context hop's rows (``_hop_rows``) and NUMA entries (``_numa_entries``, but a
+    recv() copy's) depend on besides its name: its charges (the objects), the state it is
+    crossed in, whether it is a vCPU, a direct device's vCPU or a context of the model, and
+    where its context's work is homed against its core (``remote_penalty_cycles``)."""
+    ctx = net.ctx_obj.get(hop.name)
+    return (tuple(map(id, hop.charges)), s_i, side, polls, up, vm_rx, hdr, hop.name in vcpus,
+            hop.name in direct, None if ctx is None else
+            (ctx.home_node, ctx.core.node, id(ctx.core.numa)))
+
+
+def _hop_rows_like(name: str, made: tuple, terms: list, keys: dict) -> tuple:
+    """``_hop_rows`` of a hop alike (``_hop_like``) the one that made ``made`` with the terms
+    ``terms`` (one a row), for the hop ``name``: the same rows, each keyed ``(name, term)``,
+    the keys made in the same order."""
+    first, rows = made
+    return first, [(keys.setdefault((name, t), len(keys)), *r[1:]) for t, r in zip(terms, rows)]
+
+
 def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up, vm_rx: bool,
-              vcpus: set, direct: set, keys: dict) -> tuple:
+              vcpus: set, direct: set, keys: dict, terms: list | None = None) -> tuple:
     """A context hop's entries but its NUMA ones (``_numa_entries``), for any flow that crosses
     it with the same state: (the quantity of its task or None, rows (key index, quantity,
     coefficient, section, halt, poll, vector, up) in ``_compile``'s order). ``_compile`` reuses
-    them for every such flow (S3: 1600 connections over a few hundred hops)."""
+    them for every such flow (S3: 1600 connections over a few hundred hops). ``terms``: if
+    given, each row's term is appended to it (``_hop_rows_like``)."""
     rows: list[tuple] = []
 
     def add(key, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
             rows.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll,
                          vector, up))
+            if terms is not None:
+                terms.append(key[1])
     table = dict(_RATES[(section, side)])
     if (section, side) == ("data", "recv"):
         table["packet"] = SW_PK if vm_rx else NIC_PK
