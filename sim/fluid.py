@@ -1082,8 +1082,9 @@ def _precompute(net: _Net) -> None:
         fixed[i] = made[like]
         no_data_timer[i] = frames >= co.max_frames
     pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
-    pre["key_clock"] = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core
-                                 else 1.0 for k in net.keys])
+    # each key's clock: its context's core's (the same ``clock_hz`` as ``net.core_clock``'s)
+    pre["key_clock"] = np.where(cpu.key_ctx >= 0, cpu.core_clock[cpu.ctx_core[
+        np.maximum(cpu.key_ctx, 0)]], 1.0) if len(cpu.ctx_core) else np.ones(len(net.keys))
     chunk = np.array([fl.chunk for fl in net.flows])
     seg = np.array([fl.seg for fl in net.flows])
     window = np.array([fl.window for fl in net.flows], dtype=float)
@@ -2236,28 +2237,33 @@ def _cpu_view(net, tasks: list) -> _CpuView:
         for core in h.cpu.cores:
             cores[_core_key(core, who)] = core
     for peer in model.peers:
-        for ctx in peer.contexts():
-            cores[_core_key(ctx.core, "peer")] = ctx.core
+        # each core once, in the order of its first context (S3: 1600 contexts, a few cores)
+        for core in {id(ctx.core): ctx.core for ctx in peer.contexts()}.values():
+            cores[_core_key(core, "peer")] = core
     core_names = list(cores)
     ci = {c: i for i, c in enumerate(core_names)}
-    names = sorted({k[0] for k in net.keys if k[0] in net.ctx_core})
+    names = sorted(c for c in {k[0] for k in net.keys} if c in net.ctx_core)
     idx = {c: i for i, c in enumerate(names)}
     key_ctx = np.array([idx.get(k[0], -1) for k in net.keys], dtype=int)
     ws_key = np.full(len(names), -1)
     for k, key in enumerate(net.keys):
         if key[1] == costs.WORLD_SWITCH and key[0] in idx:
             ws_key[idx[key[0]]] = k
-    tasks = [t for t in tasks if t[0] in idx]
+    # the tasks of contexts (their context, flow, quantity), in order
+    t_ctx, t_flow, t_q = (np.zeros(0, dtype=int),) * 3
+    if tasks:
+        t_name, t_flow, t_q = zip(*tasks)
+        t_ctx = np.array([idx.get(c, -1) for c in t_name], dtype=int)
+        keep = t_ctx >= 0
+        t_ctx, t_flow, t_q = (t_ctx[keep], np.array(t_flow, dtype=int)[keep],
+                              np.array(t_q, dtype=int)[keep])
     return _CpuView(
         key_ctx, key_ctx[net.e_key],
         np.array([ci[net.ctx_core[c]] for c in names], dtype=int),
         np.array([cores[c].params.clock_hz for c in core_names], dtype=float),
         np.array([cores[c].params.context_switch_cycles for c in core_names], dtype=float),
         np.array([cores[c].n_contexts > 1 for c in core_names], dtype=bool),
-        ws_key,
-        np.array([idx[t[0]] for t in tasks], dtype=int),
-        np.array([t[1] for t in tasks], dtype=int), np.array([t[2] for t in tasks], dtype=int),
-        idx)
+        ws_key, t_ctx, t_flow, t_q, idx)
 
 
 def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,
