@@ -1743,7 +1743,10 @@ def _merged_reads(net: _Net, st: State, rtt: np.ndarray, prob, m: int) -> np.nda
 WINDOW_QUEUEING = False  # the window bound by mean-value analysis (True) or RTT0 (no queueing)
 
 
-def _solve_net(net: _Net, iterations: int = 8):
+def _solve_net(net: _Net, iterations: int = 8, remember: bool = True):
+    """Progressive filling under the window bound, iterated to the round trips' fixed point.
+    ``remember``: look up an evaluation of the demands made before at the same rates and
+    merged reads (False: evaluate every time, the direct form)."""
     n = len(net.flows)
     prob, aux = _problem(net)
     m = aux["m"]
@@ -1761,7 +1764,7 @@ def _solve_net(net: _Net, iterations: int = 8):
         read = net.pre.get("read_bytes")
         key = (np.asarray(rates, dtype=float).tobytes(),
                None if read is None else read.tobytes())
-        hit = seen.get(key)
+        hit = seen.get(key) if remember else None
         if hit is None:
             st = demands(net, rates)
             kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
