@@ -806,12 +806,11 @@ def _compile(net: _Net) -> None:
             same = (tuple(map(id, hops)), s_i, vm_rx, fl.hdr, fl.seg, fl.frame_wire)
             done = sections.get(same)
             if done is not None:
-                runs, tasks, side, handler = done
-                for start, length, recv in runs:
-                    r_start.append(start)
-                    r_len.append(length)
-                    r_flow.append(i)
-                    r_recv.append(recv)
+                (starts, lengths, recvs), tasks, side, handler = done
+                r_start.extend(starts)
+                r_len.extend(lengths)
+                r_flow.extend([i] * len(starts))
+                r_recv.extend(recvs)
                 net.tasks.extend([(name, i, first) for name, first in tasks])
                 handler_at.append(handler)
                 continue
@@ -901,7 +900,7 @@ def _compile(net: _Net) -> None:
                     else:                                  # ACK frames received
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
             if replayable:
-                sections[same] = (list(zip(r_start[mark:], r_len[mark:], r_recv[mark:])),
+                sections[same] = ((r_start[mark:], r_len[mark:], r_recv[mark:]),
                                   [(name, first) for name, _, first in net.tasks[t_mark:]],
                                   side, handler)
         for link in fl.data_links:
