@@ -365,3 +365,22 @@ def test_cpu_view_and_key_clocks_equal_their_former_forms(overrides):
     clock = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core else 1.0
                       for k in net.keys])
     assert np.array_equal(net.pre["key_clock"], clock)
+
+
+def test_radix_ranks_equal_unique_inverse():
+    # ``_rank`` (two stable 16-bit sorts) against ``np.unique``'s inverse: on a network's task
+    # classes, on random ids with repeats, and past 16 bits (``np.unique`` itself)
+    net = fluid.describe_network(compose_checked("configs", ["experiment=e35_rx_scaling",
+                                                             "workload.vms=4"]))
+    base, g, m, g_core, g_flow = net.pre["classes"]
+    gid = (net.cpu.e_ctx[base] * len(net.flows) + net.e_flow[base]) * 4 \
+        + net.e_section[base] * 2 + net.e_app[base]
+    ids, inverse = np.unique(gid, return_inverse=True)
+    assert np.array_equal(g, inverse) and m == len(ids)
+    rng = np.random.default_rng(3)
+    for top in (50, 1 << 16, 1 << 17):
+        high, low = rng.integers(0, top, 5000), rng.integers(0, 40, 5000)
+        high[::7] = high[0]                                   # repeated ids
+        low[::7] = low[0]
+        gid = high * 40 + low
+        assert np.array_equal(fluid._rank(gid, high, low), np.unique(gid, return_inverse=True)[1])
