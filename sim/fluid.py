@@ -505,8 +505,11 @@ def describe_network(cfg: Config) -> _Net:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
         net.flows.append(fl)
     _compile(net)
-    piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
-    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if fl in piled], dtype=int)
+    # the candidates by identity (``fl in piled`` compared flows field by field, paths and
+    # hops included; a flow equal to a candidate is one itself: the rule reads only fields)
+    piled = {id(fl) for fl in _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)}
+    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if id(fl) in piled],
+                               dtype=int)
     return net
 
 
