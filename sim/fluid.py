@@ -1890,8 +1890,7 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     core_cycles: dict[str, float] = {}
     ctx_cycles: dict[str, float] = {}
     terms, links, pcie = [], [], []
-    for k, key in enumerate(net.keys):
-        v = float(key_load[k])
+    for key, v in zip(net.keys, key_load.tolist()):   # Python floats, as float() of each
         if key[0] == "link":
             links.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.link_rate[key[1]]))
         elif key[0] == "pcie":

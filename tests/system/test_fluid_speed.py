@@ -384,3 +384,12 @@ def test_radix_ranks_equal_unique_inverse():
         low[::7] = low[0]
         gid = high * 40 + low
         assert np.array_equal(fluid._rank(gid, high, low), np.unique(gid, return_inverse=True)[1])
+
+
+def test_piled_candidates_by_identity_equal_list_membership():
+    # ``describe_network`` finds the candidates by identity; the former form asked ``fl in
+    # piled`` (flows compared field by field): the same indices
+    net = fluid.describe_network(compose_checked("configs", PILED))
+    piled = fluid._piled_windows(net.flows, False)
+    assert len(piled) and np.array_equal(
+        net.pre["pile"], [i for i, fl in enumerate(net.flows) if fl in piled])
