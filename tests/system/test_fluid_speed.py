@@ -156,16 +156,25 @@ def test_per_hop_rows_equal_the_entries_compiled_hop_by_hop(overrides):
         assert np.array_equal(alone.pre[name], net.pre[name]), name
 
 
-def test_declared_model_has_the_built_models_contexts_and_paths():
-    # the fluid engine's model (``build(declare_only=True)``): no TCP state, no process, but
-    # every context on the same core in the same order, and the same declared paths
+@pytest.mark.parametrize("overrides", [["experiment=g80_send", "workload.sessions_per_vm=5"],
+                                       ["experiment=e35_rx_scaling", "workload.vms=4"],
+                                       ["experiment=e35_tx_single_vm"],
+                                       ["experiment=v2v_cross_vswitch"]],
+                         ids=lambda o: o[0].split("=")[1])
+def test_declared_model_has_the_built_models_contexts_and_paths(overrides):
+    # the fluid engine's model (``build(declare_only=True)``; http and tcp_stream): no TCP
+    # state, no process, but every context on the same core in the same order, the same
+    # declared paths and (tcp_stream) each sender's send buffer
     from dataclasses import replace
 
     from sim.builder import build
     from sim.path import flow_paths
-    cfg = compose_checked("configs", ["experiment=g80_send", "workload.sessions_per_vm=5"])
+    cfg = compose_checked("configs", overrides)
     run, read = build(cfg), build(cfg, declare_only=True)
     assert read.workload.declared and not any(vm.senders or vm.receivers for vm in read.vms)
+    assert fluid._sndbuf_bytes(read) == fluid._sndbuf_bytes(run)
+    assert [(r["flow"], r["vm"]) for r in read.workload.flows()] == \
+        [(r["flow"], r["vm"]) for r in run.workload.flows()]
     assert not read.env._queue and run.env._queue        # nothing scheduled to run
     ctxs = lambda m: [(c.name, c.core.index, c.core.node) for c in fluid._contexts_by_name(
         m).values()]                                     # noqa: E731
