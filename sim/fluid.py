@@ -641,8 +641,9 @@ def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
                         / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
-    at = np.zeros((n, nc))                       # seconds per piece, per flow and context
-    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    # seconds per piece, per flow and context (each cell summed in the entries' order, as
+    # ``np.add.at`` did)
+    at = np.bincount(net.e_flow[data] * nc + cpu.e_ctx[data], secs[data], n * nc).reshape(n, nc)
     handler = net.queue_handler[net.dq]
     reader = np.full(n, -1)
     rd = np.flatnonzero(net.e_recv_app)

@@ -402,3 +402,48 @@ def test_piled_candidates_by_identity_equal_list_membership():
     piled = fluid._piled_windows(net.flows, False)
     assert len(piled) and np.array_equal(
         net.pre["pile"], [i for i, fl in enumerate(net.flows) if fl in piled])
+
+
+def _pieces_pile_up_direct(net, st, cand):
+    """``_pieces_pile_up`` as it was: the seconds per piece summed by ``np.add.at``."""
+    cpu, pre = net.cpu, net.pre
+    n, nc = len(net.flows), len(cpu.ctx_core)
+    data = (net.e_section == 0) & (cpu.e_ctx >= 0)
+    per = st.quantities[net.e_flow, fluid.S]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
+                        / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
+    at = np.zeros((n, nc))
+    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    handler = net.queue_handler[net.dq]
+    reader = np.full(n, -1)
+    rd = np.flatnonzero(net.e_recv_app)
+    reader[net.e_flow[rd]] = cpu.ctx_core[cpu.e_ctx[rd]]
+    on_core = cpu.ctx_core[None, :] == reader[:, None]
+    hr = []
+    for i in cand:
+        others = np.arange(n) != i
+        same_q = others & (net.dq == net.dq[i])
+        hr.append((at[same_q, handler[i]].sum() if handler[i] >= 0 else 0.0,
+                   at[others][:, on_core[i]].sum() if reader[i] >= 0 else 0.0))
+    return at, hr
+
+
+@pytest.mark.parametrize("overrides", [PILED, ["experiment=e35_rx_scaling", "workload.vms=16"]],
+                         ids=lambda o: "_".join(x.split("=")[1] for x in o[:2]))
+def test_pieces_per_flow_and_context_by_bincount_equal_add_at(overrides, monkeypatch):
+    # the handler's and reader's seconds per piece (``H_i``, ``R_i``) from the table summed by
+    # ``bincount`` equal those from ``np.add.at``'s, bit for bit, so the same windows pile up
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    fill, st, aux = fluid._solve_net(net)
+    cand = net.pre["pile"]
+    assert len(cand)
+    at, hr = _pieces_pile_up_direct(net, st, cand)
+    tables = []
+    bincount = np.bincount
+    monkeypatch.setattr(np, "bincount", lambda *a, **k: tables.append(bincount(*a, **k))
+                        or tables[-1])
+    piled = fluid._pieces_pile_up(net, st, cand)
+    monkeypatch.undo()
+    assert np.array_equal(tables[-1].reshape(at.shape), at)
+    assert np.array_equal(piled, [h > r for h, r in hr])
