@@ -166,6 +166,7 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
     frozen = np.zeros(n, dtype=bool)
     binding: dict[int, str] = {}
     level, rounds, evals = 0.0, 0, 0
+    loads = _keep_last(loads)
 
     def at(t: float) -> np.ndarray:
         return np.where(frozen, rates, t)
@@ -223,6 +224,23 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
     ld = loads(rates)
     return Filling(list(rates), binding, {c: float(v) for c, v in zip(names, ld)}, rounds,
                    evals)
+
+
+def _keep_last(loads):
+    """``loads`` that keeps its last evaluation: called again with the same rates (the same
+    bytes, so the same bits), it returns that array instead of evaluating again. The filling
+    evaluates the level it settles on inside its search (``excess``), then again to freeze
+    its flows, and the next round starts from that level; the final rates are the last
+    round's level. The array returned is the same object: callers only read it."""
+    last: list = [None, None]
+
+    def kept(rates):
+        key = np.asarray(rates, dtype=float).tobytes()
+        if last[0] != key:
+            last[1] = loads(rates)
+            last[0] = key
+        return last[1]
+    return kept
 
 
 # -- the network description ------------------------------------------------------------------
@@ -487,8 +505,11 @@ def describe_network(cfg: Config) -> _Net:
                 fl.ack_link, fl.ack_queue, fl.ack_links = first, rx_ring, links
         net.flows.append(fl)
     _compile(net)
-    piled = _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)
-    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if fl in piled], dtype=int)
+    # the candidates by identity (``fl in piled`` compared flows field by field, paths and
+    # hops included; a flow equal to a candidate is one itself: the rule reads only fields)
+    piled = {id(fl) for fl in _piled_windows(net.flows, cfg.workload.rate_limit_mbps > 0)}
+    net.pre["pile"] = np.array([i for i, fl in enumerate(net.flows) if id(fl) in piled],
+                               dtype=int)
     return net
 
 
@@ -620,8 +641,9 @@ def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
                         / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
-    at = np.zeros((n, nc))                       # seconds per piece, per flow and context
-    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    # seconds per piece, per flow and context (each cell summed in the entries' order, as
+    # ``np.add.at`` did)
+    at = np.bincount(net.e_flow[data] * nc + cpu.e_ctx[data], secs[data], n * nc).reshape(n, nc)
     handler = net.queue_handler[net.dq]
     reader = np.full(n, -1)
     rd = np.flatnonzero(net.e_recv_app)
@@ -755,6 +777,7 @@ def _compile(net: _Net) -> None:
     direct = {c.name for vm in vms if getattr(vm.vnic, "direct", False) for c in vm.vcpus}
 
     per_hop: dict = {}   # (hop, section, side, polls, up, vm_rx, hdr) -> its rows, NUMA rows
+    per_like: dict = {}  # ``_hop_like`` -> the NUMA entries, rows and terms of the first such hop
     sections: dict = {}  # (hops, section, vm_rx, hdr, seg, frame_wire) -> its runs, tasks, ...
     # per flow and section: (its NIC receive queue's ring, the first context after it), None
     # when it does not arrive from a wire (``queue_handler`` below)
@@ -787,12 +810,11 @@ def _compile(net: _Net) -> None:
             same = (tuple(map(id, hops)), s_i, vm_rx, fl.hdr, fl.seg, fl.frame_wire)
             done = sections.get(same)
             if done is not None:
-                runs, tasks, side, handler = done
-                for start, length, recv in runs:
-                    r_start.append(start)
-                    r_len.append(length)
-                    r_flow.append(i)
-                    r_recv.append(recv)
+                (starts, lengths, recvs), tasks, side, handler = done
+                r_start.extend(starts)
+                r_len.extend(lengths)
+                r_flow.extend([i] * len(starts))
+                r_recv.extend(recvs)
                 net.tasks.extend([(name, i, first) for name, first in tasks])
                 handler_at.append(handler)
                 continue
@@ -831,14 +853,29 @@ def _compile(net: _Net) -> None:
                     at = (id(hop), s_i, side, polls, up, vm_rx, fl.hdr)
                     hit = per_hop.get(at)
                     numa = hit[1] if hit is not None else None
+                    if hit is None:
+                        # a hop alike one met before (the same charges, state and NUMA
+                        # placement, another name: S3's peer application contexts, one a
+                        # connection): its rows and NUMA entries are that hop's, renamed
+                        # (``_hop_rows_like``)
+                        like = _hop_like(net, hop, s_i, side, polls, up, vm_rx, fl.hdr, vcpus,
+                                         direct)
+                        was = per_like.get(like)
+                        if was is not None and was[0] is not None:
+                            numa = [((hop.name, key[1]), q, coef) for key, q, coef in was[0]]
                     if numa is None:
                         numa = _numa_entries(net, fl, hop, section, side, vm_rx)
                     for key, q, coef in numa:
                         add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
-                        rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx, vcpus,
-                                         direct, keys)
+                        if was is None:
+                            terms: list = []
+                            rows = _hop_rows(net, hop, section, s_i, side, polls, up, vm_rx,
+                                             vcpus, direct, keys, terms)
+                            per_like[like] = (None if per_flow else numa, rows, terms)
+                        else:
+                            rows = _hop_rows_like(hop.name, was[1], was[2], keys)
                         hit = per_hop[at] = (rows, None if per_flow else numa, hop, len(tab))
                         tab.extend(rows[1])
                     replayable = replayable and hit[1] is not None   # no recv() copy
@@ -867,7 +904,7 @@ def _compile(net: _Net) -> None:
                     else:                                  # ACK frames received
                         add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
             if replayable:
-                sections[same] = (list(zip(r_start[mark:], r_len[mark:], r_recv[mark:])),
+                sections[same] = ((r_start[mark:], r_len[mark:], r_recv[mark:]),
                                   [(name, first) for name, _, first in net.tasks[t_mark:]],
                                   side, handler)
         for link in fl.data_links:
@@ -933,18 +970,41 @@ def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple
     return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
 
 
+def _hop_like(net: _Net, hop, s_i: int, side: str, polls: bool, up, vm_rx: bool, hdr: int,
+              vcpus: set, direct: set) -> tuple:
+    """What a context hop's rows (``_hop_rows``) and NUMA entries (``_numa_entries``, but a
+    recv() copy's) depend on besides its name: its charges (the objects), the state it is
+    crossed in, whether it is a vCPU, a direct device's vCPU or a context of the model, and
+    where its context's work is homed against its core (``remote_penalty_cycles``)."""
+    ctx = net.ctx_obj.get(hop.name)
+    return (tuple(map(id, hop.charges)), s_i, side, polls, up, vm_rx, hdr, hop.name in vcpus,
+            hop.name in direct, None if ctx is None else
+            (ctx.home_node, ctx.core.node, id(ctx.core.numa)))
+
+
+def _hop_rows_like(name: str, made: tuple, terms: list, keys: dict) -> tuple:
+    """``_hop_rows`` of a hop alike (``_hop_like``) the one that made ``made`` with the terms
+    ``terms`` (one a row), for the hop ``name``: the same rows, each keyed ``(name, term)``,
+    the keys made in the same order."""
+    first, rows = made
+    return first, [(keys.setdefault((name, t), len(keys)), *r[1:]) for t, r in zip(terms, rows)]
+
+
 def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up, vm_rx: bool,
-              vcpus: set, direct: set, keys: dict) -> tuple:
+              vcpus: set, direct: set, keys: dict, terms: list | None = None) -> tuple:
     """A context hop's entries but its NUMA ones (``_numa_entries``), for any flow that crosses
     it with the same state: (the quantity of its task or None, rows (key index, quantity,
     coefficient, section, halt, poll, vector, up) in ``_compile``'s order). ``_compile`` reuses
-    them for every such flow (S3: 1600 connections over a few hundred hops)."""
+    them for every such flow (S3: 1600 connections over a few hundred hops). ``terms``: if
+    given, each row's term is appended to it (``_hop_rows_like``)."""
     rows: list[tuple] = []
 
     def add(key, q, coef, section=-1, halt=False, poll=False, vector=False, up=None):
         if coef:
             rows.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll,
                          vector, up))
+            if terms is not None:
+                terms.append(key[1])
     table = dict(_RATES[(section, side)])
     if (section, side) == ("data", "recv"):
         table["packet"] = SW_PK if vm_rx else NIC_PK
@@ -1025,8 +1085,9 @@ def _precompute(net: _Net) -> None:
         fixed[i] = made[like]
         no_data_timer[i] = frames >= co.max_frames
     pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
-    pre["key_clock"] = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core
-                                 else 1.0 for k in net.keys])
+    # each key's clock: its context's core's (the same ``clock_hz`` as ``net.core_clock``'s)
+    pre["key_clock"] = np.where(cpu.key_ctx >= 0, cpu.core_clock[cpu.ctx_core[
+        np.maximum(cpu.key_ctx, 0)]], 1.0) if len(cpu.ctx_core) else np.ones(len(net.keys))
     chunk = np.array([fl.chunk for fl in net.flows])
     seg = np.array([fl.seg for fl in net.flows])
     window = np.array([fl.window for fl in net.flows], dtype=float)
@@ -1035,6 +1096,7 @@ def _precompute(net: _Net) -> None:
                                   1.0)
     pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
     pre["others"] = 1 - chunk / window
+    pre["classes"] = _task_classes(net)
     held = np.array([fl.chunk >= fl.window and fl.seg_max < fl.window < fl.seg_max + fl.mss
                      for fl in net.flows], dtype=bool)
     reader = np.full(len(net.flows), -1)
@@ -1488,20 +1550,20 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     ctx = (net.e_section >= 0) & (secs > 0)
     if not ctx.any():
         return np.zeros(len(net.flows))
-    app = net.e_app
-    core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
-    # task classes: (context, flow, section, application calls or not)
-    gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + app
-    ids, g = np.unique(gid[ctx], return_inverse=True)
-    m = len(ids)
-    tau = np.bincount(g, secs[ctx], m)
-    busy = np.bincount(g, st.entry[ctx] / clock[net.e_key[ctx]], m)
-    g_core = np.zeros(m, dtype=int)
-    g_core[g] = core[ctx]
-    g_flow = np.zeros(m, dtype=int)
-    g_flow[g] = net.e_flow[ctx]
+    # task classes: (context, flow, section, application calls or not), numbered in the order
+    # of their ids (``_task_classes``); those with an entry in ``ctx``, renumbered in order
+    base, g, m, g_core, g_flow = net.pre["classes"]
+    inside = ctx[base]
+    if not inside.all():
+        base = base[inside]
+        present = np.zeros(m, dtype=bool)
+        present[g[inside]] = True
+        g = (np.cumsum(present) - 1)[g[inside]]
+        m, g_core, g_flow = int(present.sum()), g_core[present], g_flow[present]
+    tau = np.bincount(g, secs[base], m)
+    busy = np.bincount(g, st.entry[base] / clock[net.e_key[base]], m)
     g_loop = np.zeros(m, dtype=bool)
-    g_loop[g[loop[ctx]]] = True
+    g_loop[g[loop[base]]] = True
     res = np.minimum(busy, 1.0) * tau / 2            # U_h tau_h / 2 per class
     nc = len(net.cpu.core_clock)
     n = len(net.flows)
@@ -1512,6 +1574,42 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
     others = net.pre["others"]
     return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+
+
+def _task_classes(net: _Net) -> tuple:
+    """``_residual_waits``'s task classes, which do not depend on the rates: the context
+    entries (their indices), each one's class (0 .. m-1, in the order of the class ids
+    ``(context, flow, section, application calls or not)`` as ``np.unique`` numbers them),
+    the number of classes, each class's core and flow."""
+    base = np.flatnonzero(net.e_section >= 0)
+    ctx, low = net.cpu.e_ctx[base], net.e_flow[base] * 4 + net.e_section[base] * 2 \
+        + net.e_app[base]
+    gid = ctx * (len(net.flows) * 4) + low          # (ctx * flows + flow) * 4 + section * 2 + app
+    g = _rank(gid, ctx, low)
+    m = int(g.max()) + 1 if len(g) else 0
+    g_core = np.zeros(m, dtype=int)
+    g_core[g] = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx[base], 0)]
+    g_flow = np.zeros(m, dtype=int)
+    g_flow[g] = net.e_flow[base]
+    return base, g, m, g_core, g_flow
+
+
+def _rank(gid: np.ndarray, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Each of ``gid = high * K + low`` (``0 <= low < K``, both >= 0) numbered by its place
+    among the distinct values in increasing order: ``np.unique(gid, return_inverse=True)[1]``.
+    Sorted by two stable radix sorts of 16-bit keys (``low``, then ``high``) where they fit,
+    which is faster than ``np.unique``'s sort of the whole ids (S3: 56K entries)."""
+    if not len(gid) or min(low.min(), high.min()) < 0 or max(low.max(), high.max()) >= 1 << 16:
+        return np.unique(gid, return_inverse=True)[1].reshape(-1)
+    by_low = np.argsort(low.astype(np.uint16), kind="stable")
+    order = by_low[np.argsort(high.astype(np.uint16)[by_low], kind="stable")]
+    ranked = gid[order]
+    new = np.empty(len(ranked), dtype=bool)
+    new[0] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new[1:])
+    g = np.empty(len(gid), dtype=np.intp)
+    g[order] = np.cumsum(new) - 1
+    return g
 
 
 def _window_mva(net: _Net, st: State, delay_s: np.ndarray,
@@ -1667,7 +1765,10 @@ def _merged_reads(net: _Net, st: State, rtt: np.ndarray, prob, m: int) -> np.nda
 WINDOW_QUEUEING = False  # the window bound by mean-value analysis (True) or RTT0 (no queueing)
 
 
-def _solve_net(net: _Net, iterations: int = 8):
+def _solve_net(net: _Net, iterations: int = 8, remember: bool = True):
+    """Progressive filling under the window bound, iterated to the round trips' fixed point.
+    ``remember``: look up an evaluation of the demands made before at the same rates and
+    merged reads (False: evaluate every time, the direct form)."""
     n = len(net.flows)
     prob, aux = _problem(net)
     m = aux["m"]
@@ -1675,11 +1776,25 @@ def _solve_net(net: _Net, iterations: int = 8):
     # wake-ups (``_halt_wakeups``) and a polling receiver's per-interrupt work (``_polling``)
     # fill idle time only: not a constraint (``_precompute``: net.e_halt | net.e_poll)
     f_i, f_key = net.pre["filler"]
+    # every evaluation, keyed by the exact rates and the merged reads' bytes (the one input of
+    # ``demands`` besides the rates that the iterations below change): each fixed-point
+    # iteration's filling starts again at zero and at the levels it went through, and the
+    # state at the filling's rates is its last evaluation
+    seen: dict = {}
+
+    def evaluate(rates):
+        read = net.pre.get("read_bytes")
+        key = (np.asarray(rates, dtype=float).tobytes(),
+               None if read is None else read.tobytes())
+        hit = seen.get(key) if remember else None
+        if hit is None:
+            st = demands(net, rates)
+            kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
+            hit = seen[key] = (st, np.concatenate([np.bincount(prob.rows, kl, m), rates]))
+        return hit
 
     def loads(rates):
-        st = demands(net, rates)
-        kl = st.key_load - np.bincount(f_key, st.entry[f_i], len(net.keys))
-        return np.concatenate([np.bincount(prob.rows, kl, m), rates])
+        return evaluate(rates)[1]
 
     window = np.array([fl.window for fl in net.flows], dtype=float)
     rtt = np.full(n, 1e-4)
@@ -1694,7 +1809,7 @@ def _solve_net(net: _Net, iterations: int = 8):
         prob.cap[m:] = np.minimum(cap_w, pace)
         fill = fill_arrays(n, loads, prob.cap, prob.inc, prob.names)
         evals += fill.evaluations
-        st = demands(net, fill.rates)
+        st = evaluate(fill.rates)[0]
         # the window bound with queueing (mean-value analysis at these rates' batching)
         if WINDOW_QUEUEING:
             new, rtt = _window_mva(net, st, _rtt0(net, st, with_service=False))
@@ -1776,8 +1891,7 @@ def _load_tables(net, key_load: np.ndarray) -> tuple[dict, float, float]:
     core_cycles: dict[str, float] = {}
     ctx_cycles: dict[str, float] = {}
     terms, links, pcie = [], [], []
-    for k, key in enumerate(net.keys):
-        v = float(key_load[k])
+    for key, v in zip(net.keys, key_load.tolist()):   # Python floats, as float() of each
         if key[0] == "link":
             links.append((key[1], units.bytes_per_s_to_gbps(v), 100 * v / net.link_rate[key[1]]))
         elif key[0] == "pcie":
@@ -2147,28 +2261,33 @@ def _cpu_view(net, tasks: list) -> _CpuView:
         for core in h.cpu.cores:
             cores[_core_key(core, who)] = core
     for peer in model.peers:
-        for ctx in peer.contexts():
-            cores[_core_key(ctx.core, "peer")] = ctx.core
+        # each core once, in the order of its first context (S3: 1600 contexts, a few cores)
+        for core in {id(ctx.core): ctx.core for ctx in peer.contexts()}.values():
+            cores[_core_key(core, "peer")] = core
     core_names = list(cores)
     ci = {c: i for i, c in enumerate(core_names)}
-    names = sorted({k[0] for k in net.keys if k[0] in net.ctx_core})
+    names = sorted(c for c in {k[0] for k in net.keys} if c in net.ctx_core)
     idx = {c: i for i, c in enumerate(names)}
     key_ctx = np.array([idx.get(k[0], -1) for k in net.keys], dtype=int)
     ws_key = np.full(len(names), -1)
     for k, key in enumerate(net.keys):
         if key[1] == costs.WORLD_SWITCH and key[0] in idx:
             ws_key[idx[key[0]]] = k
-    tasks = [t for t in tasks if t[0] in idx]
+    # the tasks of contexts (their context, flow, quantity), in order
+    t_ctx, t_flow, t_q = (np.zeros(0, dtype=int),) * 3
+    if tasks:
+        t_name, t_flow, t_q = zip(*tasks)
+        t_ctx = np.array([idx.get(c, -1) for c in t_name], dtype=int)
+        keep = t_ctx >= 0
+        t_ctx, t_flow, t_q = (t_ctx[keep], np.array(t_flow, dtype=int)[keep],
+                              np.array(t_q, dtype=int)[keep])
     return _CpuView(
         key_ctx, key_ctx[net.e_key],
         np.array([ci[net.ctx_core[c]] for c in names], dtype=int),
         np.array([cores[c].params.clock_hz for c in core_names], dtype=float),
         np.array([cores[c].params.context_switch_cycles for c in core_names], dtype=float),
         np.array([cores[c].n_contexts > 1 for c in core_names], dtype=bool),
-        ws_key,
-        np.array([idx[t[0]] for t in tasks], dtype=int),
-        np.array([t[1] for t in tasks], dtype=int), np.array([t[2] for t in tasks], dtype=int),
-        idx)
+        ws_key, t_ctx, t_flow, t_q, idx)
 
 
 def _halt_wakeups(entry: np.ndarray, e_ctx: np.ndarray, halt: np.ndarray,

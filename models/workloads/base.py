@@ -131,6 +131,14 @@ def open_connection(src: StackHost, dst: StackHost, flow: int, *, mss_bytes: int
     return sender, receiver
 
 
+@dataclass(frozen=True)
+class DeclaredSender:
+    """A declared connection's sender (``declare_only``): what the fluid engine reads of a
+    ``TcpSender``, its send buffer (``sndbuf``: ``sndbuf_scale`` x the socket, as
+    ``StackHost.open_sender`` makes it)."""
+    sndbuf: int
+
+
 def declare_connection(src: StackHost, dst: StackHost, flow: int, *, mss_bytes: int,
                        socket_bytes: int) -> None:
     """What ``open_connection`` leaves in the hosts for a model that is read, never run

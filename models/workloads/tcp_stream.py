@@ -28,26 +28,40 @@ import simpy
 from models import units
 from models.guest import StackHost
 from models.tcp import TcpReceiver, TcpSender
-from models.workloads.base import Connection, Reader, Workload, Writer, open_connection, wake_bytes
+from models.workloads.base import (Connection, DeclaredSender, Reader, Workload, Writer,
+                                   declare_connection, open_connection, wake_bytes)
 
 if TYPE_CHECKING:
     from models.workloads import WorkloadParams
 
 
 class TcpStream(Workload):
-    """Opens the connections and starts one sender and one receiver process for each."""
+    """Opens the connections and starts one sender and one receiver process for each.
+    ``declare_only`` (``sim.builder.build``, for the fluid engine): each connection's flow,
+    application contexts and the sender's send buffer only (``declare_connection``,
+    ``DeclaredSender``), no TCP state, no process, no draw of a start offset; ``flows()``
+    then lists the flows with zero counters, and the model cannot run."""
+
+    DECLARES = True
 
     def __init__(self, env: simpy.Environment, params: WorkloadParams, vms: list[StackHost],
                  peers: list[StackHost], *, mss_bytes: int, seg_max: dict[str, int],
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, declare_only: bool = False):
         super().__init__(env, params, vms, peers, mss_bytes=mss_bytes, seg_max=seg_max, rng=rng)
         self.connections: list[Connection] = []
+        self.declared = declare_only
         for v, vm in enumerate(vms):
             peer = peers[v]
             for s in range(params.sessions_per_vm):
                 flow = v * params.sessions_per_vm + s
                 src, dst = (vm, peer) if params.direction == "tx" else (peer, vm)
                 src_side = "vm" if params.direction == "tx" else "peer"
+                if declare_only:   # the calls open_connection makes, in its order
+                    declare_connection(src, dst, flow, mss_bytes=mss_bytes,
+                                       socket_bytes=params.socket_bytes)
+                    self.connections.append(Connection(flow, v, DeclaredSender(
+                        int(params.socket_bytes * src.stack.sndbuf_scale)), None))
+                    continue
                 sender, receiver = open_connection(src, dst, flow, mss_bytes=mss_bytes,
                                                    seg_max_bytes=seg_max[src_side],
                                                    socket_bytes=params.socket_bytes)
@@ -58,6 +72,10 @@ class TcpStream(Workload):
                 _Receiver(dst, receiver, params.message_bytes)
 
     def flows(self) -> list[dict]:
+        if self.declared:   # no TCP state (``declare_only``): the flows, nothing counted
+            return [{"flow": c.flow, "vm": c.vm, "bytes_read": 0, "rtt_sum_s": 0.0,
+                     "rtt_samples": 0, "retransmits": 0, "timeouts": 0}
+                    for c in self.connections]
         return [{"flow": c.flow, "vm": c.vm, "bytes_read": c.receiver.bytes_read,
                  "rtt_sum_s": c.sender.rtt_sum_s, "rtt_samples": c.sender.rtt_samples,
                  "retransmits": c.sender.retransmits, "timeouts": c.sender.timeouts}

@@ -156,16 +156,25 @@ def test_per_hop_rows_equal_the_entries_compiled_hop_by_hop(overrides):
         assert np.array_equal(alone.pre[name], net.pre[name]), name
 
 
-def test_declared_model_has_the_built_models_contexts_and_paths():
-    # the fluid engine's model (``build(declare_only=True)``): no TCP state, no process, but
-    # every context on the same core in the same order, and the same declared paths
+@pytest.mark.parametrize("overrides", [["experiment=g80_send", "workload.sessions_per_vm=5"],
+                                       ["experiment=e35_rx_scaling", "workload.vms=4"],
+                                       ["experiment=e35_tx_single_vm"],
+                                       ["experiment=v2v_cross_vswitch"]],
+                         ids=lambda o: o[0].split("=")[1])
+def test_declared_model_has_the_built_models_contexts_and_paths(overrides):
+    # the fluid engine's model (``build(declare_only=True)``; http and tcp_stream): no TCP
+    # state, no process, but every context on the same core in the same order, the same
+    # declared paths and (tcp_stream) each sender's send buffer
     from dataclasses import replace
 
     from sim.builder import build
     from sim.path import flow_paths
-    cfg = compose_checked("configs", ["experiment=g80_send", "workload.sessions_per_vm=5"])
+    cfg = compose_checked("configs", overrides)
     run, read = build(cfg), build(cfg, declare_only=True)
     assert read.workload.declared and not any(vm.senders or vm.receivers for vm in read.vms)
+    assert fluid._sndbuf_bytes(read) == fluid._sndbuf_bytes(run)
+    assert [(r["flow"], r["vm"]) for r in read.workload.flows()] == \
+        [(r["flow"], r["vm"]) for r in run.workload.flows()]
     assert not read.env._queue and run.env._queue        # nothing scheduled to run
     ctxs = lambda m: [(c.name, c.core.index, c.core.node) for c in fluid._contexts_by_name(
         m).values()]                                     # noqa: E731
@@ -209,3 +218,232 @@ def test_the_collector_is_off_in_a_solve_and_back_after(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- the solve's repeated evaluations, the residual waits' classes, hops alike, the CPU view ----
+
+MERGED = ["experiment=e35_tx_single_vm", "workload.sessions_per_vm=1",
+          "workload.socket_bytes=262144", "workload.message_bytes=65536", "host.cpu.clock_hz=4e9",
+          "nic.link.line_rate_gbps=10.0"]                # a saturated reader: merged reads
+PILED = ["experiment=e35_rx_single_vm", "workload.vms=3", "workload.socket_bytes=65536",
+         "workload.message_bytes=8192", "host.cpu.clock_hz=2e9"]   # windows pile up: two solves
+SOLVES = [CASES[0], CASES[1], MERGED, PILED, ["experiment=e35_rx_scaling", "workload.vms=4"]]
+
+
+def _same_answer(a, b):
+    """Every summary value and table cell the same (repr: the same bits, NaN equal to NaN)."""
+    assert {k: repr(v) for k, v in a.summary.items()} == \
+        {k: repr(v) for k, v in b.summary.items()}
+    assert list(a.tables) == list(b.tables)
+    for name, t in a.tables.items():
+        u = b.tables[name]
+        assert (t is None and u is None) or t.equals(u), name
+
+
+@pytest.mark.parametrize("overrides", SOLVES, ids=lambda o: "_".join(
+    x.split("=")[1] for x in o[:2]))
+def test_remembered_evaluations_equal_evaluating_every_time(overrides, monkeypatch):
+    # the filling's last evaluation kept (``_keep_last``) and every evaluation of the demands
+    # looked up by its exact rates and merged reads (``_solve_net``'s ``remember``), against
+    # evaluating every time: the same answer, and fewer evaluations computed
+    from functools import partial
+    cfg = compose_checked("configs", overrides)
+    computed = []
+    demands = fluid.demands
+    monkeypatch.setattr(fluid, "demands", lambda net, r: computed.append(1) or demands(net, r))
+    kept = fluid.solve(cfg)
+    n_kept, computed[:] = len(computed), []
+    monkeypatch.setattr(fluid, "_keep_last", lambda loads: loads)
+    monkeypatch.setattr(fluid, "_solve_net", partial(fluid._solve_net, remember=False))
+    direct = fluid.solve(cfg)
+    _same_answer(kept, direct)
+    assert kept.summary["fluid_evaluations"] == direct.summary["fluid_evaluations"]
+    assert n_kept < len(computed)
+
+
+def test_the_merged_reads_are_part_of_what_is_remembered(monkeypatch):
+    # the same rates with other merged reads give other demands: looked up by the rates alone,
+    # the saturated reader's solve would reuse the state from before its reads merged
+    net = fluid.describe_network(compose_checked("configs", MERGED))
+    fill, st, aux = fluid._solve_net(net)
+    assert net.pre["read_bytes"].any()
+    merged = fluid.demands(net, fill.rates)
+    net.pre.pop("read_bytes")
+    assert not np.array_equal(fluid.demands(net, fill.rates).quantities, merged.quantities)
+
+
+def _residual_waits_direct(net, st, secs, loop, clock):
+    """``_residual_waits`` as it was: the task classes found by ``np.unique`` at each call."""
+    ctx = (net.e_section >= 0) & (secs > 0)
+    if not ctx.any():
+        return np.zeros(len(net.flows))
+    core = net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
+    gid = (net.cpu.e_ctx * len(net.flows) + net.e_flow) * 4 + net.e_section * 2 + net.e_app
+    ids, g = np.unique(gid[ctx], return_inverse=True)
+    m = len(ids)
+    tau = np.bincount(g, secs[ctx], m)
+    busy = np.bincount(g, st.entry[ctx] / clock[net.e_key[ctx]], m)
+    g_core = np.zeros(m, dtype=int)
+    g_core[g] = core[ctx]
+    g_flow = np.zeros(m, dtype=int)
+    g_flow[g] = net.e_flow[ctx]
+    g_loop = np.zeros(m, dtype=bool)
+    g_loop[g[loop[ctx]]] = True
+    res = np.minimum(busy, 1.0) * tau / 2
+    nc, n = len(net.cpu.core_clock), len(net.flows)
+    at_core = np.bincount(g_core, res, nc)
+    cell = g_flow[g_loop] * nc + g_core[g_loop]
+    own = np.bincount(cell, res[g_loop], n * nc).reshape(n, nc)
+    visits = np.bincount(cell, None, n * nc).reshape(n, nc).astype(float)
+    others = net.pre["others"]
+    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+
+
+@pytest.mark.parametrize("overrides", [CASES[0], CASES[1], ["experiment=e35_rx_scaling",
+                                                            "workload.vms=4"]],
+                         ids=lambda o: "_".join(x.split("=")[1] for x in o))
+def test_task_classes_once_per_network_equal_the_classes_found_per_call(overrides,
+                                                                        monkeypatch):
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    fill, st, aux = fluid._solve_net(net)
+    args = []
+    waits = fluid._residual_waits
+    monkeypatch.setattr(fluid, "_residual_waits", lambda *a: args.append(a) or waits(*a))
+    fluid._rtt0(net, st)
+    _, _, secs, loop, clock = args[0]
+    assert np.array_equal(waits(net, st, secs, loop, clock),
+                          _residual_waits_direct(net, st, secs, loop, clock))
+    # some context entries without work: the first flow's classes gone (the others
+    # renumbered), a third of the others' entries
+    some = secs.copy()
+    ctx = np.flatnonzero((net.e_section >= 0) & (secs > 0))
+    some[ctx[::3]] = 0.0
+    some[ctx[net.e_flow[ctx] == 0]] = 0.0
+    a, b = waits(net, st, some, loop, clock), _residual_waits_direct(net, st, some, loop, clock)
+    assert np.array_equal(a, b) and not np.array_equal(a, waits(net, st, secs, loop, clock))
+
+
+@pytest.mark.parametrize("overrides", [["experiment=g80_receive", "host.nic_ports=1",
+                                        "workload.sessions_per_vm=20"],
+                                       ["experiment=g80_send", "host.nic_ports=1",
+                                        "workload.sessions_per_vm=20"],
+                                       ["experiment=hw_100g_epyc_rx"],
+                                       ["experiment=v6_numa_40g_default",
+                                        "host.numa.remote_per_packet_cycles=300"]],
+                         ids=lambda o: "_".join(x.split("=")[1] for x in o[:2]))
+def test_rows_of_hops_alike_equal_the_rows_built(overrides, monkeypatch):
+    # each hop's rows and NUMA entries built (``_hop_like`` never the same) against renamed
+    # from a hop alike: the same keys in the same order, entries, tasks and unknown units
+    renamed = []
+    like = fluid._hop_rows_like
+    monkeypatch.setattr(fluid, "_hop_rows_like", lambda *a: renamed.append(1) or like(*a))
+    cfg = compose_checked("configs", overrides)
+    net = fluid.describe_network(cfg)
+    monkeypatch.setattr(fluid, "_hop_like", lambda *a: object())
+    built = fluid.describe_network(cfg)
+    assert built.keys == net.keys and built.tasks == net.tasks and built.unknown == net.unknown
+    for name in ("e_key", "e_flow", "e_q", "e_coef", "e_section", "e_halt", "e_poll",
+                 "e_vector", "e_up", "e_background", "e_app", "e_recv_app", "e_per_irq",
+                 "e_vring", "queue_handler"):
+        assert np.array_equal(getattr(built, name), getattr(net, name)), name
+    assert renamed or "hw_100g" in overrides[0] or "v6_numa" in overrides[0]
+
+
+@pytest.mark.parametrize("overrides", [CASES[0], ["experiment=g80_receive", "host.nic_ports=1",
+                                                  "workload.sessions_per_vm=20"],
+                                       ["experiment=v2v_cross_vswitch"]],
+                         ids=lambda o: o[0].split("=")[1])
+def test_cpu_view_and_key_clocks_equal_their_former_forms(overrides):
+    # the former forms: every peer context's core keyed, the tasks filtered then listed, each
+    # key's clock read from the network's dictionaries
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    cpu = net.cpu
+    cores = {}
+    for h, who in zip(net.model.hosts(), ("host", "remote")):
+        for core in h.cpu.cores:
+            cores[fluid._core_key(core, who)] = core
+    for peer in net.model.peers:
+        for ctx in peer.contexts():
+            cores[fluid._core_key(ctx.core, "peer")] = ctx.core
+    assert np.array_equal(cpu.core_clock, [c.params.clock_hz for c in cores.values()])
+    assert np.array_equal(cpu.shared, [c.n_contexts > 1 for c in cores.values()])
+    tasks = [t for t in net.tasks if t[0] in cpu.ctx_index]
+    assert np.array_equal(cpu.t_ctx, [cpu.ctx_index[t[0]] for t in tasks])
+    assert np.array_equal(cpu.t_flow, [t[1] for t in tasks])
+    assert np.array_equal(cpu.t_q, [t[2] for t in tasks])
+    clock = np.array([net.core_clock[net.ctx_core[k[0]]] if k[0] in net.ctx_core else 1.0
+                      for k in net.keys])
+    assert np.array_equal(net.pre["key_clock"], clock)
+
+
+def test_radix_ranks_equal_unique_inverse():
+    # ``_rank`` (two stable 16-bit sorts) against ``np.unique``'s inverse: on a network's task
+    # classes, on random ids with repeats, and past 16 bits (``np.unique`` itself)
+    net = fluid.describe_network(compose_checked("configs", ["experiment=e35_rx_scaling",
+                                                             "workload.vms=4"]))
+    base, g, m, g_core, g_flow = net.pre["classes"]
+    gid = (net.cpu.e_ctx[base] * len(net.flows) + net.e_flow[base]) * 4 \
+        + net.e_section[base] * 2 + net.e_app[base]
+    ids, inverse = np.unique(gid, return_inverse=True)
+    assert np.array_equal(g, inverse) and m == len(ids)
+    rng = np.random.default_rng(3)
+    for top in (50, 1 << 16, 1 << 17):
+        high, low = rng.integers(0, top, 5000), rng.integers(0, 40, 5000)
+        high[::7] = high[0]                                   # repeated ids
+        low[::7] = low[0]
+        gid = high * 40 + low
+        assert np.array_equal(fluid._rank(gid, high, low), np.unique(gid, return_inverse=True)[1])
+
+
+def test_piled_candidates_by_identity_equal_list_membership():
+    # ``describe_network`` finds the candidates by identity; the former form asked ``fl in
+    # piled`` (flows compared field by field): the same indices
+    net = fluid.describe_network(compose_checked("configs", PILED))
+    piled = fluid._piled_windows(net.flows, False)
+    assert len(piled) and np.array_equal(
+        net.pre["pile"], [i for i, fl in enumerate(net.flows) if fl in piled])
+
+
+def _pieces_pile_up_direct(net, st, cand):
+    """``_pieces_pile_up`` as it was: the seconds per piece summed by ``np.add.at``."""
+    cpu, pre = net.cpu, net.pre
+    n, nc = len(net.flows), len(cpu.ctx_core)
+    data = (net.e_section == 0) & (cpu.e_ctx >= 0)
+    per = st.quantities[net.e_flow, fluid.S]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        secs = np.where(data & (per > 0), st.entry * pre["burst_scale"]
+                        / np.where(per > 0, per, 1) / pre["key_clock"][net.e_key], 0.0)
+    at = np.zeros((n, nc))
+    np.add.at(at, (net.e_flow[data], cpu.e_ctx[data]), secs[data])
+    handler = net.queue_handler[net.dq]
+    reader = np.full(n, -1)
+    rd = np.flatnonzero(net.e_recv_app)
+    reader[net.e_flow[rd]] = cpu.ctx_core[cpu.e_ctx[rd]]
+    on_core = cpu.ctx_core[None, :] == reader[:, None]
+    hr = []
+    for i in cand:
+        others = np.arange(n) != i
+        same_q = others & (net.dq == net.dq[i])
+        hr.append((at[same_q, handler[i]].sum() if handler[i] >= 0 else 0.0,
+                   at[others][:, on_core[i]].sum() if reader[i] >= 0 else 0.0))
+    return at, hr
+
+
+@pytest.mark.parametrize("overrides", [PILED, ["experiment=e35_rx_scaling", "workload.vms=16"]],
+                         ids=lambda o: "_".join(x.split("=")[1] for x in o[:2]))
+def test_pieces_per_flow_and_context_by_bincount_equal_add_at(overrides, monkeypatch):
+    # the handler's and reader's seconds per piece (``H_i``, ``R_i``) from the table summed by
+    # ``bincount`` equal those from ``np.add.at``'s, bit for bit, so the same windows pile up
+    net = fluid.describe_network(compose_checked("configs", overrides))
+    fill, st, aux = fluid._solve_net(net)
+    cand = net.pre["pile"]
+    assert len(cand)
+    at, hr = _pieces_pile_up_direct(net, st, cand)
+    tables = []
+    bincount = np.bincount
+    monkeypatch.setattr(np, "bincount", lambda *a, **k: tables.append(bincount(*a, **k))
+                        or tables[-1])
+    piled = fluid._pieces_pile_up(net, st, cand)
+    monkeypatch.undo()
+    assert np.array_equal(tables[-1].reshape(at.shape), at)
+    assert np.array_equal(piled, [h > r for h, r in hr])
