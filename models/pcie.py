@@ -22,12 +22,14 @@ Modelled:
 - PCI-X (``kind: pcix``): a 64-bit bus at ``pcix_rate_mtps``, *half duplex*: both directions
   share one channel; ``tlp_overhead_bytes`` then stands for the address/attribute phases and
   turnaround of a burst transaction and ``max_payload_bytes`` for its byte count.
-- A direction is a FIFO server of link bytes kept in virtual time (the instant it frees up):
-  a transfer is booked arithmetically, with no SimPy event of its own. A burst
-  arriving from the wire was arriving for its serialisation time, so its DMA may have started
-  then: the channel fills with the bytes of every port at its own rate (a fluid interleaving of
-  the ports), and a burst is in host memory when the channel has carried its bytes and no
-  earlier than one frame's DMA after its last bit arrived.
+- A direction is a work-conserving server of link bytes kept in virtual time (the instant it
+  frees up and the idle gaps it left, ``PcieChannel``): a transfer is booked arithmetically,
+  with no SimPy event of its own, into the channel's idle time from its date on. A burst
+  arriving from the wire was arriving for its serialisation time, so its DMA is dated from
+  then and may use the time the link was idle since, ahead of work booked meanwhile (a read
+  request, another port's burst): the channel fills with the bytes of every port at its own
+  rate (a fluid interleaving of the ports), and a burst is in host memory when the channel has
+  carried its bytes and no earlier than one frame's DMA after its last bit arrived.
 - RX: a frame needs a free descriptor in its host ring (none: dropped before the DMA,
   ``rx_ring_full``, as with DROP_EN) and room in the port's on-card RX FIFO of ``rx_fifo_bytes``
   while it waits for the link (none: ``rx_fifo_overflow``): the FIFO fills when PCIe cannot keep
@@ -110,26 +112,74 @@ class PcieParams:
 
 
 class PcieChannel:
-    """One direction of a link: a FIFO server of link bytes, kept in virtual time."""
+    """One direction of a link: a work-conserving server of link bytes, kept in virtual time.
+
+    A transfer is booked arithmetically (no SimPy event) and may be dated in the past
+    (``not_before_s``: bytes that were arriving from the wire may have been moving since). It
+    takes the channel's idle time from ``not_before_s`` on, earliest first: the idle gaps left
+    between earlier bookings, then the time after ``free_at_s``. So a transfer dated earlier is
+    not held back behind work booked since but dated later (a 64-byte read request booked at
+    now does not push a burst's DMA that was arriving before it to after itself): it goes
+    ahead of that work in the only way that leaves what is already booked (and the completion
+    events computed from it) unchanged, by using the time that work left idle, cut across as
+    many gaps as it needs (TLPs of different transfers interleave on a link). Work from now on
+    stays one contiguous backlog up to ``free_at_s`` (every booking is dated at or before now),
+    so the gaps all lie in the past and ``busy_time_s`` stays exact. Gaps older than the
+    longest look-back seen so far are forgotten (a longer one later treats them as busy)."""
+
+    _EPS_S = 1e-15  # gaps shorter than this (float dust of splitting) are dropped
 
     def __init__(self, env: simpy.Environment, name: str, rate_gbps: float):
         self.env, self.name, self.rate_gbps = env, name, rate_gbps
         self.free_at_s = 0.0
         self.link_bytes = 0.0
         self._busy_s = 0.0
+        self._gaps: list[list[float]] = []  # idle [start, end] before free_at_s, sorted
+        self._lookback_s = 0.0               # the longest now - not_before_s seen
 
     def book(self, link_bytes: float, not_before_s: float | None = None) -> tuple[float, float]:
-        """Reserve the channel for ``link_bytes`` from ``not_before_s`` on (now, or an instant
-        in the past: bytes that were arriving may have been moving); returns when they start
-        and finish. Booked work is contiguous from now on, which keeps ``busy_time_s`` exact."""
-        now = self.env.now if not_before_s is None else not_before_s
-        assert now <= self.env.now, f"{self.name}: a transfer cannot be booked for the future"
+        """Reserve ``link_bytes`` of channel time in its idle time from ``not_before_s`` on
+        (now, or an instant in the past); returns when they start and finish."""
+        now = self.env.now
+        t0 = now if not_before_s is None else not_before_s
+        assert t0 <= now, f"{self.name}: a transfer cannot be booked for the future"
         dt = units.transmit_time_s(link_bytes, self.rate_gbps)
-        start = max(self.free_at_s, now)
-        self.free_at_s = start + dt
         self._busy_s += dt
         self.link_bytes += link_bytes
-        return start, start + dt
+        if now - t0 > self._lookback_s:
+            self._lookback_s = now - t0
+        gaps, eps = self._gaps, self._EPS_S
+        horizon = now - self._lookback_s
+        while gaps and gaps[0][1] <= horizon:
+            del gaps[0]
+        start, left, i = None, dt, 0
+        while i < len(gaps) and left > 0.0:
+            g0, g1 = gaps[i]
+            if g1 <= t0:
+                i += 1
+                continue
+            s = max(g0, t0)
+            take = min(g1 - s, left)
+            if start is None:
+                start = s
+            left -= take
+            pieces = [p for p in ([g0, s], [s + take, g1]) if p[1] - p[0] > eps]
+            gaps[i:i + 1] = pieces
+            i += len(pieces)
+            if left <= 0.0:
+                return start, s + take
+        s = max(self.free_at_s, t0)
+        if s - self.free_at_s > eps:
+            gaps.append([self.free_at_s, s])  # idle until this transfer (all before now)
+        self.free_at_s = s + left
+        return (s if start is None else start), self.free_at_s
+
+    def idle_s(self, since_s: float) -> float:
+        """Idle time of the channel between ``since_s`` and now (what a transfer dated
+        ``since_s`` could use before now)."""
+        now = self.env.now
+        idle = sum(max(0.0, min(g1, now) - max(g0, since_s)) for g0, g1 in self._gaps)
+        return idle + max(0.0, now - max(self.free_at_s, since_s))
 
     def busy_time_s(self) -> float:
         """Busy time up to now: work booked beyond now is not done yet."""
@@ -270,8 +320,7 @@ class RxDma:
             return size
         up = self.link.up
         up_bytes, _, wire_s, _ = self._shape(burst)
-        start = max(up.free_at_s, self.env.now - wire_s)
-        moved_s = self.env.now - start  # DMA time spent on it before now
+        moved_s = up.idle_s(self.env.now - wire_s)  # DMA time it could have had before now
         if moved_s <= 0:
             return size
         # the upstream bytes its DMA books (TLP headers, descriptor write-backs), not its data

@@ -633,7 +633,16 @@ def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
     2 GHz: the handler ~48 us a piece, a reader ~85 us; one VM with two sessions on one vCPU:
     H 46 < R 85, two pieces (DES: no whole-window read in 0.02 s on seeds 1, 2, 2.46-2.62 Gbps,
     fluid 2.65); two such VMs: H 146 > R 85, whole windows (DES, jitter_cv 0.2: 4.51 Gbps,
-    fluid 4.47 whole, 5.30 in pieces); one session per VM: R 0."""
+    fluid 4.47 whole, 5.30 in pieces); one session per VM: R 0.
+    Only where a piece's pass waits for the coalescing timer: a piece whose frames alone reach
+    ``max_frames`` (or a timer of 0) raises its queue's interrupt as it lands
+    (``models.coalescing.Coalescer.notify``), so the handler's pass starts on it at once
+    (``models.base.RingPoller.kick``) unless a pass is running; its pieces stay apart. DES
+    (pcie branch, 2 VMs, 1 session, 10GbE, 64KB/8KB, 2 GHz, default jitter, warm-up 0.3 s,
+    seeds 8451/1/2/3): max_frames 16 4.42 Gbps on all four, 23 or 24 4.33, 64 with timer_us 0
+    4.57 (pieces, never whole in 0.4 s); max_frames 64 with its 10-us timer 4.29 on three, 2.73
+    (whole windows) on seed 1. With ``host.cpu.jitter_cv`` 0.2 both thresholds end whole
+    (2.70-2.78 from 0.3 s on): the rule follows the DES at its default jitter."""
     cpu, pre = net.cpu, net.pre
     n, nc = len(net.flows), len(cpu.ctx_core)
     data = (net.e_section == 0) & (cpu.e_ctx >= 0)
@@ -649,13 +658,15 @@ def _pieces_pile_up(net: _Net, st: State, cand: np.ndarray) -> np.ndarray:
     rd = np.flatnonzero(net.e_recv_app)
     reader[net.e_flow[rd]] = cpu.ctx_core[cpu.e_ctx[rd]]
     on_core = cpu.ctx_core[None, :] == reader[:, None]        # flow i's reader core's contexts
+    co = net.coalescing   # a piece that raises its interrupt as it lands
+    at_once = net.pre["no_data_timer"] | (co.mode == "static" and co.timer_us == 0)
     piled = np.zeros(len(cand), dtype=bool)
     for k, i in enumerate(cand):
         others = (np.arange(n) != i)
         same_q = others & (net.dq == net.dq[i])
         h = at[same_q, handler[i]].sum() if handler[i] >= 0 else 0.0
         r = at[others][:, on_core[i]].sum() if reader[i] >= 0 else 0.0
-        piled[k] = h > r
+        piled[k] = h > r and not at_once[i]
     return piled
 
 

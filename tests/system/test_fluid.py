@@ -241,8 +241,16 @@ FLUID_DES_WINDOW_S = 0.03   # DES window of the fast check (after 0.03 s of warm
 # the draw is checked there if they agree, skipped otherwise. Not the reference everywhere: at
 # 0.2 two seeds agree within 3.3% on this strategy's 30 draws (1.0% at the default 0.05), and
 # goodput moves by up to -5% (jitter's mean effect).
+# The robust point is absorbing but not at once: since PCIe lets a DMA dated in the past use the
+# link's idle time (pcie branch), the whole-window point of two 10GbE receivers at 2 GHz (64KB,
+# 8KB) is reached at jitter_cv 0.2 after 0.01-0.3 s by seed (seeds 8451, 1, 2, 3, max_frames
+# 16 and 64: 2.70-2.78 Gbps over 0.3-0.4 s, 3.3-4.4 over 0.03-0.06 s on five of the eight),
+# so the robust runs warm up for ROBUST_WARMUP_S (with 0.03 s, two seeds of that draw agreed
+# at 4.20/4.16 on the way, against the fluid engine's 2.68). With it the 30 draws (as they
+# come when none fails) are within 4.1% goodput and 6.9% host CPU.
 SAME_POINT_TOL = 0.02
 ROBUST_JITTER_CV = 0.2
+ROBUST_WARMUP_S = 0.3
 GOODPUT_TOL, CPU_TOL = 0.05, 0.15
 
 
@@ -262,9 +270,9 @@ def _steady_configs(draw) -> list[str]:
             f"run.seed={draw(st.integers(0, 2**16))}"]
 
 
-def _des_run(overrides: list[str]):
+def _des_run(overrides: list[str], warmup_s: float = 0.03):
     from sim.runner import run_experiment
-    cfg = compose_checked("configs", [*overrides, "run.replications=1", "run.warmup_s=0.03",
+    cfg = compose_checked("configs", [*overrides, "run.replications=1", f"run.warmup_s={warmup_s}",
                                       f"run.measure_s={FLUID_DES_WINDOW_S}"])
     return cfg, run_experiment(cfg).summary
 
@@ -280,7 +288,7 @@ def _agree(overrides: list[str]) -> None:
     if again["goodput_gbps"] != pytest.approx(des["goodput_gbps"], rel=SAME_POINT_TOL):
         # two operating points: with more service jitter the DES settles on the robust one
         jitter = f"host.cpu.jitter_cv={ROBUST_JITTER_CV}"
-        des, again = _des_run([*overrides, jitter])[1], _des_run([*other_seed, jitter])[1]
+        des, again = (_des_run([*ov, jitter], ROBUST_WARMUP_S)[1] for ov in (overrides, other_seed))
         assume(max(des["loss_ratio"], again["loss_ratio"]) <= fluid.STEADY_LOSS_RATIO)
         assume(again["goodput_gbps"] == pytest.approx(des["goodput_gbps"], rel=SAME_POINT_TOL))
     fl = fluid.solve(cfg).summary

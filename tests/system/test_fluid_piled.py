@@ -71,10 +71,33 @@ def test_two_receivers_at_one_handler_go_round_whole_and_meet_the_des():
     assert fluid.solve(one).summary["goodput_gbps"] == pytest.approx(2.17, rel=0.05)
 
 
+def test_pieces_that_raise_their_interrupt_as_they_land_stay_apart():
+    # A half-window piece (23 frames) reaches max_frames 16 (or a 0-us timer fires at once):
+    # the handler's pass starts on each piece as it lands, so the pieces do not pile up. DES
+    # (default jitter, 0.1 s after 0.3 s): max_frames 16 4.42-4.43 Gbps on seeds 1-11 (pieces
+    # on all), max_frames 64 2.72-2.73 (whole) on seeds 1, 6, 8 and 4.29-4.31 on the other
+    # eight. One DES run here.
+    from sim.runner import run_experiment
+    for extra in (["nic.coalescing.max_frames=16"], ["nic.coalescing.timer_us=0"]):
+        chunks, gbps = _chunks("workload.vms=2", *extra)
+        assert chunks == pytest.approx([65536 / 2] * 2), extra
+    cfg = compose_checked("configs", [*RX, "workload.vms=2", "nic.coalescing.max_frames=16",
+                                      "run.seed=1", "run.replications=1", "run.warmup_s=0.3",
+                                      "run.measure_s=0.1"])
+    des = run_experiment(cfg).summary
+    fl = fluid.solve(cfg).summary
+    assert des["goodput_gbps"] > 4.0   # the DES in pieces
+    assert fl["goodput_gbps"] == pytest.approx(des["goodput_gbps"], rel=0.05)
+    assert fl["host_cpu_util_pct"] == pytest.approx(des["host_cpu_util_pct"], rel=0.05)
+
+
 @pytest.mark.slow
 @settings(max_examples=1, deadline=None, database=None)
-@given(st.just([*RX, "workload.vms=2", "run.seed=2"]))
+@given(st.just([*RX, "workload.vms=2", "run.seed=8451"]))
 def test_the_random_check_takes_the_robust_point_of_a_multi_stable_draw(overrides):
-    # Seeds 2 and 3 settle at 2.64 and 4.13 Gbps (default jitter); at jitter_cv 0.2 both at
-    # 2.60-2.64, which the fluid engine meets (2.67). Four DES runs of 0.03 s after 0.03 s.
+    # Seeds 8451 and 8452 settle at 4.29 and 3.39 Gbps (default jitter, 0.03 s after 0.03 s);
+    # at jitter_cv 0.2 after ROBUST_WARMUP_S both at 2.73-2.74 (whole windows), which the
+    # fluid engine meets (2.68). Before the PCIe fix seeds 2 and 3 were such a pair (2.64,
+    # 4.13); they now both stay in pieces at 4.31 (the whole-window point is rarer at the
+    # default jitter: 3 of 12 seeds in 0.4 s). Four DES runs.
     _agree(overrides)

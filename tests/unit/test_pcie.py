@@ -229,3 +229,24 @@ def test_rx_dma_is_one_event_per_burst_and_its_completion_is_the_ring_arrival():
     assert stats.stages["p.rx_fifo"].queued_frames == 40
     env.step()
     assert ring.stats.arrived_frames == 4 and stats.stages["p.rx_fifo"].queued_frames == 36
+
+
+def test_a_transfer_dated_in_the_past_goes_ahead_of_work_booked_since():
+    # A burst that was arriving since 4 us is booked at 10 us, after a 64-byte read request
+    # booked at 10 us: it takes the idle time from 4 us on (not a place behind the request),
+    # and what runs past the idle time goes after the request, which keeps its booking.
+    env = simpy.Environment()
+    ch = PcieChannel(env, "up", rate_gbps=8.0)  # 1 byte per ns
+    env.run(until=10e-6)
+    assert ch.book(64) == (pytest.approx(10e-6), pytest.approx(10.064e-6))
+    assert ch.book(1000, not_before_s=4e-6) == (pytest.approx(4e-6), pytest.approx(5e-6))
+    # the gap left before it is used by the next burst dated in the past, then the time
+    # after everything booked (6 us idle from 5 us to the request, 0.5 us after it)
+    assert ch.book(6500, not_before_s=3e-6) == (pytest.approx(3e-6), pytest.approx(10.564e-6))
+    assert ch.free_at_s == pytest.approx(10.564e-6)
+    assert ch.idle_s(0.0) == pytest.approx(3e-6)  # only the 3 us before the earliest date
+    env.run(until=10.2e-6)
+    # busy time is what was carried by now: 7 us before 10 us, then 0.2 us
+    assert ch.busy_time_s() == pytest.approx(7.2e-6)
+    env.run(until=20e-6)
+    assert ch.busy_time_s() == pytest.approx((64 + 1000 + 6500) * 1e-9)
