@@ -103,6 +103,9 @@ def test_calibration_residuals_are_relative_and_zero_inside_bounds():
     assert C.residual({"value": 4.0}, s(4.4, None)) == pytest.approx(0.1)
     assert C.residual({"band": [0.75, 0.78]}, s(0.77, None)) == 0.0
     assert C.residual({"band": [0.75, 0.78]}, s(0.8, None)) > 0
+    # a band is fitted to its middle half: its edge is not yet the aim
+    assert C.residual({"band": [0.75, 0.79]}, s(0.751, None)) == pytest.approx(-0.009 / 0.77)
+    assert C.residual({"band": [0.75, 0.79]}, s(0.78, None)) == 0.0
     assert C.residual({"min": 35.0}, s(36.0, None)) == 0.0
     assert C.residual({"min": 35.0}, s(28.0, None)) == pytest.approx(-0.2)
 
