@@ -82,15 +82,16 @@ def test_large_packets_between_local_vnics_that_take_them(run):
 
 
 @pytest.mark.parametrize("experiment", ["v2v_remote_host", "v2v_cross_vswitch"])
-def test_the_fluid_engine_agrees_across_hosts_and_vswitches(run, experiment):
+def test_the_fluid_engine_agrees_across_hosts_and_vswitches(compose, run_one, experiment):
     """VM to VM through a wire (two hosts, or two vswitches of one host): the fluid engine
     reads the same paths, the partner VM's receive side priced as a VM's (software LRO, its
-    vCPU's virtual interrupts): goodput and host CPU within 5% of the DES."""
+    vCPU's virtual interrupts): goodput and host CPU within 5% of the DES. The DES over 0.2 s:
+    over 0.03 s its host CPU swings by several percent (v2v_remote_host, two calibrations:
+    4.91 and 4.49 over 0.03 s, 4.90 and 4.81 over 0.2 s; fluid 4.75 and 4.74)."""
     from sim import fluid
-    from sim.compose import compose_checked
-    from tests.conftest import CONFIG_DIR
-    cfg = compose_checked(CONFIG_DIR, [f"experiment={experiment}", *W])
-    _, des, _ = run([f"experiment={experiment}"])
+    cfg = compose([f"experiment={experiment}", "run.warmup_s=0.05", "run.measure_s=0.2",
+                   "run.replications=1"], short=False)
+    _, des, _ = run_one(cfg)
     fl = fluid.solve(cfg).summary
     for key in ("goodput_gbps", "host_cpu_util_pct"):
         assert fl[key] == pytest.approx(des[key], rel=0.05), key
