@@ -154,6 +154,13 @@ class StackHost:
     def tso(self) -> bool:
         raise NotImplementedError
 
+    @property
+    def rx_gso_size(self) -> bool:
+        """Whether the device hands an LRO aggregate to the stack with its segment size
+        (``models.vnic.base.GuestDevice.rx_gso_size``); a peer's native driver: not modelled
+        (False)."""
+        return False
+
     # -- application wake-ups ----------------------------------------------------------------
     def notify(self, wake: Callable[[], None]) -> None:
         """Run an application wake-up (a blocked writer's or reader's callback, handed over by
@@ -193,7 +200,8 @@ class StackHost:
         r = TcpReceiver(self.env, flow, self.tcp, mss_bytes=mss_bytes, rcvbuf_bytes=rcvbuf_bytes,
                         src=self.endpoint, dst=dst, emit=self._emit,
                         max_window_bytes=self.stack.max_window_bytes(peer_scales),
-                        notify=self.notify, ack_rule=self.stack.ack_rule)
+                        notify=self.notify, ack_rule=self.stack.ack_rule,
+                        rx_gso_size=self.rx_gso_size)
         self.receivers[flow] = r
         self.app_context(flow)
         return r
@@ -350,6 +358,10 @@ class Vm(StackHost):
     @property
     def tso(self) -> bool:
         return self.vnic.tso
+
+    @property
+    def rx_gso_size(self) -> bool:
+        return self.vnic.rx_gso_size
 
     def app_context(self, flow: int) -> Context:
         return self.vcpus[flow % len(self.vcpus)]

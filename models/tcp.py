@@ -553,7 +553,7 @@ class TcpReceiver:
                  rcvbuf_bytes: int, src: int, dst: int, emit: Callable[[Burst], None],
                  max_window_bytes: int | None = None,
                  notify: Callable[[Callable[[], None]], None] | None = None,
-                 ack_rule: str = "frames"):
+                 ack_rule: str = "frames", rx_gso_size: bool = False):
         check(rcvbuf_bytes >= mss_bytes, "socket_bytes", rcvbuf_bytes,
               f">= one MSS ({mss_bytes} bytes)")
         check(ack_rule in ACK_RULES, "ack_rule", ack_rule, f"one of {ACK_RULES}")
@@ -587,6 +587,7 @@ class TcpReceiver:
         # length of the last segment that could lower it, the PUSHED flags (1: PUSHED, 2:
         # PUSHED2), rcv_wup (the sequence the last ACK sent), and pingpong (interactive mode).
         self.ack_rule = ack_rule
+        self.rx_gso_size = rx_gso_size  # aggregates come with their segment size (gso_size)
         self.rcv_mss = max(TCP_MIN_MSS, min(mss_bytes, rcvbuf_bytes // 2, TCP_MIN_RCVMSS))
         self._tcp_header = units.TCP_HEADER_BYTES + (
             units.TCP_TIMESTAMP_OPTION_BYTES if params.timestamps else 0)
@@ -650,9 +651,9 @@ class TcpReceiver:
 
     # -- the ``rcv_mss`` rule (Linux 2.6.32, net/ipv4/tcp_input.c) --------------------------
     def _in_order_rcv_mss(self, burst: Burst, start: int, had_hole: bool) -> None:
-        """In-order data under Linux's rule: each segment the stack receives (an LRO
-        aggregate handed up without gso_size counts whole) goes through
-        ``tcp_measure_rcv_mss``, then ``__tcp_ack_snd_check`` ACKs at once when more than
+        """In-order data under Linux's rule: each segment the stack receives goes through
+        ``tcp_measure_rcv_mss`` (an LRO aggregate counts by its gso_size, one frame's payload,
+        when the device hands it up with one: ``rx_gso_size``; else whole), then ``__tcp_ack_snd_check`` ACKs at once when more than
         ``rcv_mss`` bytes arrived since the last ACK (rcv_nxt - rcv_wup > rcv_mss); PSH plays
         no part; outside pingpong mode a quick ACK left (``_quick``) ACKs the segment at once.
         Data that fill a hole are ACKed at once (the out-of-order queue was not empty); the
@@ -662,7 +663,8 @@ class TcpReceiver:
         n, ack_at, pos = 0, start, start
         for length in _segment_lengths(burst):
             pos += length
-            self._measure_rcv_mss(length, burst.psh)
+            self._measure_rcv_mss(min(length, burst.frame_payload_bytes) if self.rx_gso_size
+                                  else length, burst.psh)
             if not self._got_data:
                 self._got_data = True
                 self._incr_quickack()

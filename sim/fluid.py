@@ -433,8 +433,13 @@ def describe_network(cfg: Config) -> _Net:
             # the whole window back at once (DES: 2 segments per 64KB window, 1 per 8KB).
             seg_max_bytes = seg
             linux = (cfg.guest.stack if fp.direction == "rx" else other_stack).ack_rule == "rcv_mss"
+            # the receiving device hands aggregates up with their segment size: Linux's
+            # receive-MSS estimate stays one MSS (``models.tcp.TcpReceiver.rx_gso_size``)
+            receiving = (into if cfg.topology.kind == "same_vswitch" else
+                         vnic if fp.direction == "rx" or vm_other else None)
+            gso = linux and receiving is not None and receiving.rx_gso_size
             win = window
-            held = linux and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
+            held = linux and not gso and cfg.workload.rate_limit_mbps <= 0 and _nagle_held_tail(
                 window, mss, seg, hw, sw, fp.direction == "rx" and not vm_other
                 and cfg.peer.tx_interleave_queues > 1)
             if held:
@@ -464,9 +469,13 @@ def describe_network(cfg: Config) -> _Net:
             stack_pk = sw_pk if fp.direction == "rx" or vm_other else nic_pk
             f = (b / seg) / stack_pk
             # Linux's rule (``rcv_mss``) ACKs every second segment its stack takes in, aggregate
-            # or frame; the ``frames`` rule one per two frames, at most one per aggregate. A
-            # window of one aggregate (``held``) has no ACK on arrival, only the read's update.
-            a_data = 0.0 if held else stack_pk * (0.5 if linux else min(1.0, f / 2))
+            # or frame, when an aggregate counts whole in its receive-MSS estimate; the
+            # ``frames`` rule one per two frames, at most one per aggregate, as does Linux's
+            # when aggregates come with their segment size (``gso``: an aggregate of more
+            # than one MSS is ACKed on arrival). A window of one aggregate (``held``) has no
+            # ACK on arrival, only the read's update.
+            a_data = 0.0 if held else stack_pk * (
+                0.5 if linux and not gso else min(1.0, f / 2))
             per_g = {D: b / seg, S: 1 / seg, CALLS: 1 / cfg.workload.message_bytes,
                      NIC_PK: nic_pk, SW_PK: sw_pk, STACK_PK: stack_pk, A_DATA: a_data}
             fl = _Flow(fp, mss, hdr, seg, win, per_g, seg_max=seg_max_bytes,

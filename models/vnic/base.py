@@ -138,6 +138,11 @@ class GuestDevice:
     call ``_init_guest_side`` in their constructor."""
 
     params: VnicParams
+    # Whether an LRO aggregate reaches the guest's stack with its segment size (Linux's
+    # skb_shinfo(skb)->gso_size): the stack's receive-MSS estimate then stays one MSS
+    # (2.6.32 tcp_measure_rcv_mss: len = gso_size ?: skb->len), so Linux's delayed-ACK rule
+    # ACKs every aggregate of more than one MSS (``models.tcp.TcpReceiver``).
+    rx_gso_size = False
 
     def _init_guest_side(self) -> None:
         self.guest_rx_cost: Callable[[list[Burst]], dict] = lambda batch: {}  # stack terms

@@ -57,14 +57,17 @@ class Vmxnet3(VirtualNic):
 
     max_queues = 8
     lro_capable = True
-
-
+    # rx_gso_size stays False: the Linux driver of the RHEL6 era (vmxnet3_rq_rx_complete, still
+    # in Linux 3.6) hands an LRO aggregate to netif_receive_skb without gso_size
 class VirtioNet(VirtualNic):
     """virtio-net with a vhost-net backend (a kernel thread per queue pair)."""
 
     max_queues = 8           # queue pairs used per vNIC here (virtio-net multiqueue)
     max_ring_slots = 1024    # QEMU rx_queue_size / tx_queue_size: 256 by default, at most 1024
     lro_capable = True       # guest TSO/GSO packets with mergeable RX buffers
+    # virtio_net_hdr carries gso_size with each GSO packet into the guest (virtio 1.x spec,
+    # 5.1.6.4; Linux drivers/net/virtio_net.c receive_buf -> skb_shinfo(skb)->gso_size)
+    rx_gso_size = True
     mtu_ceiling_bytes = 9000  # jumbo frames as the vswitch carries them (VIRTIO_NET_F_MTU)
 
     def tx_doorbells(self, queue) -> int:

@@ -7,6 +7,8 @@ that era hands up an LRO aggregate without ``gso_size``, so ``rcv_mss`` grows to
 aggregate's length and the guest ACKs about every second aggregate (001: ~240K packets/s into
 the guests, ~120K ACKs/s). PSH does not make an ACK; a reader that empties the queue sends a
 pending ACK after a short segment unless the connection is in pingpong mode (``tcp_cleanup_rbuf``).
+A device that hands aggregates up with ``gso_size`` (virtio-net: ``rx_gso_size``) keeps
+``rcv_mss`` at one MSS, and every aggregate is ACKed.
 The ``frames`` rule (one ACK per aggregate, at once for PSH) is the other stacks'.
 
 ::
@@ -22,10 +24,10 @@ from models.tcp import TcpParams, TcpReceiver
 MSS = 1448
 
 
-def _receiver(rule: str, acks: list) -> tuple[simpy.Environment, TcpReceiver]:
+def _receiver(rule: str, acks: list, gso: bool = False) -> tuple[simpy.Environment, TcpReceiver]:
     env = simpy.Environment()
     r = TcpReceiver(env, 0, TcpParams(), mss_bytes=MSS, rcvbuf_bytes=1 << 20, src=0, dst=-1,
-                    emit=acks.append, ack_rule=rule)
+                    emit=acks.append, ack_rule=rule, rx_gso_size=gso)
     return env, r
 
 
@@ -43,9 +45,9 @@ def _feed(r: TcpReceiver, bursts: list[list[int]], psh: bool) -> int:
 
 
 def _acks(rule: str, psh: bool, pingpong: bool,
-          bursts: list[list[int]] = [[4, 3, 3]] * 100) -> tuple[int, int]:
+          bursts: list[list[int]] = [[4, 3, 3]] * 100, gso: bool = False) -> tuple[int, int]:
     acks: list = []
-    env, r = _receiver(rule, acks)
+    env, r = _receiver(rule, acks, gso)
     r.interactive = pingpong
     n = _feed(r, bursts, psh=psh)
     return sum(a.packets for a in acks), n
@@ -60,6 +62,20 @@ def test_linux_acks_every_second_aggregate_without_gso_size():
     for psh in (True, False):
         linux_acks, n = _acks("rcv_mss", psh=psh, pingpong=True)
         assert 0.4 * n <= linux_acks <= 0.6 * n
+
+
+def test_linux_acks_every_aggregate_that_comes_with_its_gso_size():
+    """A device that hands aggregates up with gso_size (virtio-net): rcv_mss stays one MSS,
+    so every aggregate of more than one MSS is ACKed on arrival, in pingpong mode too; single
+    frames still every second one."""
+    for psh in (True, False):
+        acks, n = _acks("rcv_mss", psh=psh, pingpong=True, gso=True)
+        assert acks == n
+    env, r = _receiver("rcv_mss", [], gso=True)
+    _feed(r, [[4, 3, 3]] * 3, psh=False)
+    assert r.rcv_mss == MSS
+    singles, n = _acks("rcv_mss", psh=False, pingpong=True, bursts=[[1]] * 100, gso=True)
+    assert 0.4 * n <= singles <= 0.6 * n
 
 
 def test_linux_reader_acks_a_short_leftover_outside_pingpong():
@@ -136,3 +152,29 @@ def test_fluid_window_of_one_aggregate_goes_round_as_its_whole_mss():
     assert 2.2e9 <= rate * 8 <= 2.5e9
     fr, rate_frames, _ = flow("frames")
     assert fr.window == 65536 and fr.chunk == 65536 / 2 and rate_frames * 8 > 2.6e9
+
+
+@pytest.mark.parametrize("gso", [True, False])
+def test_a_virtio_guest_acks_each_aggregate_in_both_engines(compose, monkeypatch, gso):
+    """One virtio-net RHEL6 receiver (hw_25g_rx, one session): virtio hands the guest its
+    aggregates with gso_size, so the DES guest ACKs about one per aggregate and the fluid
+    engine prices one ACK per stack packet; without it (the flag off: vmxnet3's way) both
+    fall to about one per two."""
+    from models.vnic.devices import VirtioNet
+    from sim import fluid
+    from sim.builder import build
+    monkeypatch.setattr(VirtioNet, "rx_gso_size", gso)
+    cfg = compose(["experiment=hw_25g_rx", "workload.sessions_per_vm=1"])
+    model = build(cfg, 0)
+    model.env.run(until=0.02)
+    vm = model.vms[0]
+    a0, p0 = sum(r.acks_sent for r in vm.receivers.values()), vm.vnic.counters()["rx_packets"]
+    model.env.run(until=0.04)
+    des = (sum(r.acks_sent for r in vm.receivers.values()) - a0) / (
+        vm.vnic.counters()["rx_packets"] - p0)
+    fl = fluid.describe_network(cfg).flows[0]
+    fl_ratio = fl.per_g[fluid.A_DATA] / fl.per_g[fluid.STACK_PK]
+    if gso:
+        assert des >= 0.85 and fl_ratio == pytest.approx(1.0)
+    else:
+        assert des <= 0.65 and fl_ratio == pytest.approx(0.5)
