@@ -81,17 +81,16 @@ class HypervisorParams:
     name: str = "esx35"
     features: HypervisorFeatures = field(default_factory=HypervisorFeatures)
     driver_kind: str = "linux_compat"
-    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 450.0, 0.0))
+    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 450.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 450.0, 0.0))
     compat_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     compat_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     # One driver poll call (fixed part only); a pass pays one per napi_budget_packets packets.
-    driver_poll: CycleCost = field(default_factory=lambda: CycleCost(0.0, 0.0, 0.0))
+    driver_poll: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 0.0, 0.0))
     napi_budget_packets: int = 64
     software_lro_max_bytes: int = 32000
-    # Software LRO's own work per data packet it takes (per packet and per byte only; the
-    # profiles state the prior, 0 here).
-    software_lro_cost: CycleCost = field(default_factory=lambda: CycleCost(0.0, 0.0, 0.0))
+    # Software LRO's own work per data packet it takes (per packet and per byte only).
+    software_lro_cost: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     vm_exit_cycles: float = 4000.0
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
