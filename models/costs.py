@@ -36,8 +36,10 @@ REPLICATION = "replication"      # multicast copies or splitRxMode hand-offs
 TEAMING = "teaming"              # picking a team member per packet (hash policies)
 DRIVER_TX = "driver_tx"          # the physical NIC's driver (or the peer's)
 DRIVER_RX = "driver_rx"
+DRIVER_POLL = "driver_poll"      # the driver's poll calls: one per napi_budget packets of a pass
 COMPAT_TX = "compat_tx"          # the vmklinux shim of a Linux-compat driver
 COMPAT_RX = "compat_rx"
+LRO = "lro"                      # software LRO's own work per packet it takes (flow match, merge)
 NUMA_COPY = "numa_copy"          # an RX handler writing into a VM's memory on another node
 # Added by the context itself (``models.cpu``).
 NUMA = "numa"                    # remote-memory penalty of the task's own data
@@ -50,7 +52,7 @@ ALL = (APP_SEND, APP_RECV, APP, STACK_TX, STACK_RX, STACK_ACK_TX, STACK_ACK_RX, 
        STACK_ICMP_RX, STACK_ICMP_TX, GUEST_DRIVER_TX, GUEST_DRIVER_RX, EXITS, HALT_WAKEUP,
        BACKEND_TX, BACKEND_RX, VSWITCH, VXLAN, REPLICATION, DRIVER_TX, DRIVER_RX, COMPAT_TX,
        COMPAT_RX, NUMA_COPY, NUMA, WORLD_SWITCH, JITTER, POLL_IDLE, UNATTRIBUTED,
-       TEAMING, SW_SORT)
+       TEAMING, SW_SORT, LRO, DRIVER_POLL)
 
 Terms = dict  # term name -> cycles
 

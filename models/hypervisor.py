@@ -14,6 +14,14 @@ Modelled:
   guest take them; the driver pays per frame (per packet the NIC delivers: a hardware-LRO
   aggregate is one), the vswitch and the vNIC backend per aggregate,
   and the guest per aggregate (claim G80-rx-pps: 800K frames/s become ~240K packets/s).
+  The merging itself is not free: ``software_lro_cost`` (term ``lro``) per data packet the
+  driver hands to LRO for such a vNIC (a frame; a hardware-LRO aggregate is one), whether it
+  is merged or flushed alone (the flow lookup, header checks, appending it to the aggregate).
+- The NAPI poll budget: a receive handler's pass takes its ring's packets in poll calls of at
+  most ``napi_budget_packets`` (Linux's NAPI weight, 64; vmklinux's too), each paying
+  ``driver_poll`` (its fixed part): a pass over N packets pays ceil(N / budget) polls. A busy
+  handler's long passes (``models.nic``: it polls again before re-enabling its interrupt) pay
+  one poll per budget's worth of packets however few interrupts it takes.
 - The price of one guest register access that leaves the guest: ``vm_exit_cycles`` under
   hardware virtualization (a VM exit, the emulation and the VM entry), ``bt_trap_cycles`` under
   binary translation (the translated access calls the emulation without a hardware exit).
@@ -73,11 +81,16 @@ class HypervisorParams:
     name: str = "esx35"
     features: HypervisorFeatures = field(default_factory=HypervisorFeatures)
     driver_kind: str = "linux_compat"
-    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(3000.0, 450.0, 0.0))
+    driver_rx: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 450.0, 0.0))
     driver_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 450.0, 0.0))
     compat_rx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     compat_tx: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
+    # One driver poll call (fixed part only); a pass pays one per napi_budget_packets packets.
+    driver_poll: CycleCost = field(default_factory=lambda: CycleCost(1500.0, 0.0, 0.0))
+    napi_budget_packets: int = 64
     software_lro_max_bytes: int = 32000
+    # Software LRO's own work per data packet it takes (per packet and per byte only).
+    software_lro_cost: CycleCost = field(default_factory=lambda: CycleCost(0.0, 250.0, 0.0))
     vm_exit_cycles: float = 4000.0
     bt_trap_cycles: float = 1500.0
     vcpu_halt_wakeup_cycles: float = 20000.0
@@ -97,6 +110,12 @@ class HypervisorParams:
               f"one of {DRIVER_KINDS}")
         check(1500 <= self.software_lro_max_bytes <= 65535, "software_lro_max_bytes",
               self.software_lro_max_bytes, "in 1500..65535 (an IP packet)")
+        check(self.driver_poll.per_packet_cycles == 0 and self.driver_poll.per_byte_cycles == 0,
+              "driver_poll", self.driver_poll, "a fixed cost per poll call only")
+        check(1 <= self.napi_budget_packets <= 4096, "napi_budget_packets",
+              self.napi_budget_packets, "in 1..4096")
+        check(self.software_lro_cost.fixed_cycles == 0, "software_lro_cost.fixed_cycles",
+              self.software_lro_cost.fixed_cycles, "0 (LRO is priced per packet and per byte)")
         check(self.vm_exit_cycles >= 0, "vm_exit_cycles", self.vm_exit_cycles, ">= 0")
         check(self.bt_trap_cycles >= 0, "bt_trap_cycles", self.bt_trap_cycles, ">= 0")
         check(self.vcpu_halt_wakeup_cycles >= 0, "vcpu_halt_wakeup_cycles",
@@ -116,6 +135,13 @@ class HypervisorParams:
         if direction == "rx":
             out = [costs.Charge.of(costs.DRIVER_RX, self.driver_rx, unit="NIC packet",
                                    per="interrupt")]
+            if self.driver_poll.fixed_cycles:
+                # ceil(N / budget) polls per pass over N packets, declared as its two parts:
+                # the budget's share per packet, and the poll each pass pays beyond it
+                # (``sim.fluid``: max(passes, packets / budget) polls)
+                out.append(costs.Charge(costs.DRIVER_POLL, self.driver_poll.fixed_cycles,
+                                        self.driver_poll.fixed_cycles / self.napi_budget_packets,
+                                        0.0, unit="NIC packet", per="poll beyond budget"))
             if self.driver_kind == "linux_compat":
                 out.append(costs.Charge.of(costs.COMPAT_RX, self.compat_rx, unit="NIC packet"))
             return out
@@ -124,9 +150,21 @@ class HypervisorParams:
             out.append(costs.Charge.of(costs.COMPAT_TX, self.compat_tx))
         return out
 
+    def lro_charges(self, takes_aggregates: bool) -> list[costs.Charge]:
+        """Software LRO's declared charge in a receive handler whose packets go to a vNIC that
+        does (``takes_aggregates``) or does not take aggregates (``sim.path``): per data packet
+        the driver hands up (``HypervisorRx.cost``); none without the feature."""
+        if not (self.features.software_lro and takes_aggregates):
+            return []
+        return [costs.Charge.of(costs.LRO, self.software_lro_cost, unit="LRO packet")]
+
     def rx_driver_terms(self, packets: int, n_bytes: int, interrupts: int) -> dict:
-        """Uplink driver receive cost by term (the compat shim for a Linux-compat driver)."""
+        """Uplink driver receive cost by term for one pass over ``packets`` (the compat shim
+        for a Linux-compat driver; ceil(packets / napi_budget_packets) poll calls)."""
         terms = {costs.DRIVER_RX: self.driver_rx.cycles(packets, n_bytes, interrupts)}
+        if packets:
+            costs.add(terms, costs.DRIVER_POLL, self.driver_poll.fixed_cycles
+                      * -(-packets // self.napi_budget_packets))
         if self.driver_kind == "linux_compat":
             costs.add(terms, costs.COMPAT_RX, self.compat_rx.cycles(packets, n_bytes, 0))
         return terms
@@ -253,7 +291,8 @@ class HypervisorRx:
 
     def cost(self, rx: RxPass, is_interrupt: bool) -> dict:
         """Cycles by term for one poll: the driver per packet the NIC delivered (a frame, or a
-        hardware-LRO aggregate), the rest per packet after software LRO; the NUMA penalty of
+        hardware-LRO aggregate), software LRO per such data packet for a vNIC that takes
+        aggregates (``lro``), the rest per packet after software LRO; the NUMA penalty of
         writing each VM's packets into its memory when that is on another node than the
         handler's core (``numa_copy``): per packet written (an LRO aggregate is one: its
         descriptor and headers are partial-line stores that need the line from the remote
@@ -265,6 +304,14 @@ class HypervisorRx:
             nic_packets += b.packets
             n_bytes += b.payload_bytes
         terms = self.params.rx_driver_terms(nic_packets, n_bytes, int(is_interrupt))
+        if self.params.features.software_lro:  # LRO's work on each data packet it takes
+            lro_packets = lro_bytes = 0
+            for b in rx.batch:
+                if b.kind == DATA and self._takes_aggregates(b.dst):
+                    lro_packets += b.packets
+                    lro_bytes += b.payload_bytes
+            costs.add(terms, costs.LRO,
+                      self.params.software_lro_cost.cycles(lro_packets, lro_bytes, 0))
         packets = sum(b.packets for b in rx.switched)
         costs.add(terms, costs.VSWITCH, self.vswitch.cycles(packets, n_bytes))
         ctx = rx.context

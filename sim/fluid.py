@@ -252,17 +252,21 @@ G, D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA, READS, A, T, IR, IA, VIA, B, IR
 # the receiving passes of data and ACKs, IRQ_D, IRQ_A their interrupts, ``_handler_busy``)
 NQ = 17
 _LINEAR = (D, S, CALLS, NIC_PK, SW_PK, STACK_PK, A_DATA)   # proportional to G
+# The driver's poll calls (``models.hypervisor``: ceil(N / budget) per pass over N packets) are
+# declared as the budget's share per packet and this per-pass part, which a pass pays only
+# beyond that share: per flow, max(0, passes - packets / budget) polls (``_napi_budget``).
+POLL_BEYOND = "poll beyond budget"
 # charge "per"/"unit" -> quantity, by section and side of the wire
 _RATES = {
     ("data", "send"): {"send() call": CALLS, "segment": S, "frame": D, "packet": S,
                        "doorbell": S, "pass": S},
     ("data", "recv"): {"interrupt": IRQ_D, "virtual interrupt": IR, "pass": IR,
                        "NIC packet": NIC_PK, "frame": D, "packet (aggregate)": STACK_PK,
-                       "recv() call": CALLS},          # "packet": SW_PK (host) / NIC_PK (peer)
+                       "recv() call": CALLS, "LRO packet": NIC_PK, POLL_BEYOND: IR},          # "packet": SW_PK (host) / NIC_PK (peer)
     ("acks", "send"): {"ACK train": T, "ACK": A, "packet": A, "frame": A, "doorbell": T,
                        "pass": T},
     ("acks", "recv"): {"interrupt": IRQ_A, "virtual interrupt": IA, "pass": IA,
-                       "NIC packet": A, "frame": A, "packet": A, "ACK": A},
+                       "NIC packet": A, "frame": A, "packet": A, "ACK": A, POLL_BEYOND: IA},
 }
 
 
@@ -270,6 +274,9 @@ _RATES = {
 # wakes a halted vCPU only while the vCPU idles between interrupts, which a CPU-bound steady
 # state (the regime this engine is for) never does; in light-load runs the DES's CPU is higher.
 _LOAD_DEPENDENT = {"virtual interrupt that finds the vCPU halted"}
+# Charges on data packets only, that the ACKs crossing the same hop do not pay (software LRO
+# takes data packets: ``models.hypervisor.HypervisorRx.cost``).
+_DATA_ONLY = {"LRO packet"}
 
 
 @dataclass
@@ -338,6 +345,7 @@ class _Net:
     cpu: object = None                              # _CpuView
     queue_handler: np.ndarray = None                # per queue: its handler's context (-1)
     e_per_irq: np.ndarray = None                    # entries paid per interrupt, pass, train
+    e_budget: tuple = ((), (), 1.0)                 # ``_napi_budget``: entries, quantities, 1/budget
     e_recv_app: np.ndarray = None                   # the receiver's recv() calls (data)
     e_vring: np.ndarray = None                      # a vCPU's receive-pass work (``_ack_vints``)
     via_ctx: np.ndarray = None                      # per flow: the vCPU its ACKs interrupt (-1)
@@ -972,6 +980,10 @@ def _compile(net: _Net) -> None:
         if ctx in net.cpu.ctx_index and ctx not in vcpus:   # a direct device's vCPU
             net.queue_handler[qi[ring]] = net.cpu.ctx_index[ctx]
     net.e_per_irq = np.isin(net.e_q, (IRQ_D, IRQ_A))
+    # per-pass poll entries (``POLL_BEYOND``) and the quantity their budget share is paid on
+    budget = _entries_of(costs.DRIVER_POLL) & np.isin(net.e_q, (IR, IA))
+    net.e_budget = (np.flatnonzero(budget), np.where(net.e_q[budget] == IR, NIC_PK, A),
+                    1.0 / net.cfg.hypervisor.napi_budget_packets)
     net.e_recv_app = e_recv & (net.e_section == 0) & (net.cpu.e_ctx >= 0)
     _vcpu_rx_entries(net, vcpus, recv_side)
     polled = _polled_rings(net.model)
@@ -1037,6 +1049,8 @@ def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up
         for what, cyc in ((c.per, c.fixed_cycles), (c.unit, c.per_packet_cycles)):
             if not cyc:
                 continue
+            if what in _DATA_ONLY and section != "data":
+                continue
             if what in _LOAD_DEPENDENT:   # per virtual interrupt, if halted
                 # (a direct device's vCPU is woken by the NIC's interrupt)
                 irq = "interrupt" if hop.name in direct else "virtual interrupt"
@@ -1050,8 +1064,8 @@ def _hop_rows(net: _Net, hop, section: str, s_i: int, side: str, polls: bool, up
             add((hop.name, c.term), table[what], cyc, s_i,
                 poll=(what == "interrupt" and hop.name in direct)
                 or (what == "virtual interrupt" and hop.name in vcpus)
-                or (polls and what in ("interrupt", "pass")),
-                vector=polls and what in ("interrupt", "pass"),
+                or (polls and what in ("interrupt", "pass", POLL_BEYOND)),
+                vector=polls and what in ("interrupt", "pass", POLL_BEYOND),
                 up=up if what in ("virtual interrupt", "pass") else None)
         if section == "data":
             add((hop.name, c.term), G, c.per_byte_cycles, s_i)
@@ -1471,6 +1485,7 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
     f = _polling(entry, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock, index=pre["vector"])
     down = pre["down"]
     entry[down] *= f[net.e_up[down]]
+    _napi_budget(net, entry, Q)
     _polling(entry, cpu.e_ctx, None, cpu.ctx_core, cpu.core_clock, index=pre["vcpu"])
     # a virtual interrupt finds the vCPU running the other flows' receive passes at a random
     # phase: not halted (``_others_rx_busy``)
@@ -2099,11 +2114,14 @@ MG, MDG, MIRQ = range(3)
 _MC_RATES = {"send() call": MDG, "segment": MDG, "frame": MDG, "packet": MDG,
              "NIC packet": MDG, "copy": MDG, "datagram": MDG, "recv() call": MDG,
              "interrupt": MIRQ, "virtual interrupt": MIRQ, "pass": MIRQ,
-             "member and pass": MIRQ}
+             "member and pass": MIRQ,
+             # a poll per pass and the budget's share per datagram: over by that share while
+             # passes exceed datagrams / budget (mc_default_30k: ~1.5 datagrams per pass)
+             POLL_BEYOND: MIRQ}
 # Terms of the receiving vector that are paid once per packet the NIC delivers (the stream's);
 # the others there (replication, the members' vNIC backends) once per member.
 _MC_STREAM_TERMS = {costs.DRIVER_RX, costs.COMPAT_RX, costs.VSWITCH, costs.SW_SORT,
-                    costs.VXLAN}
+                    costs.VXLAN, costs.DRIVER_POLL}
 
 
 @dataclass
@@ -2384,6 +2402,18 @@ def _halt_index(e_ctx: np.ndarray, halt: np.ndarray, ctx_core: np.ndarray | None
     ce = ctx_core[e_ctx] if ctx_core is not None else e_ctx
     return (np.flatnonzero(halt), e_ctx[halt], np.flatnonzero(work), e_ctx[work],
             np.flatnonzero(bg), e_ctx[bg], ce[halt], ce[work])
+
+
+def _napi_budget(net: _Net, entry: np.ndarray, Q: np.ndarray) -> None:
+    """The driver's poll calls beyond the budget's share (in place): a pass over N packets
+    pays ceil(N / budget) polls (``models.hypervisor``), so a handler pays max(passes,
+    packets / budget) polls per second; the packets' share is an entry of its own (per NIC
+    packet, in the constraints), and the per-pass entry keeps only the passes beyond it
+    (after ``_polling``: a busy handler's long passes leave none)."""
+    idx, pk_q, inv_budget = net.e_budget
+    if len(idx):
+        floor = net.e_coef[idx] * inv_budget * Q[net.e_flow[idx], pk_q]
+        entry[idx] = np.maximum(entry[idx] - floor, 0.0)
 
 
 def _polling(entry: np.ndarray, e_ctx: np.ndarray, poll: np.ndarray | None,

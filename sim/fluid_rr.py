@@ -75,7 +75,10 @@ _SEND = {"send() call": "calls", "segment": "segs", "frame": "frames", "packet":
          "doorbell": "segs", "pass": "segs", "sendto() call": "calls", "ICMP message": "calls"}
 _RECV = {"interrupt": "irq", "virtual interrupt": "irq", "pass": "irq", "NIC packet": "nic_pk",
          "frame": "frames", "packet (aggregate)": "stack_pk", "recv() call": "calls",
-         "packet": "sw_pk", HALT: "halt", "recvmsg() call": "calls", "ICMP message": "calls"}
+         "packet": "sw_pk", HALT: "halt", "recvmsg() call": "calls", "ICMP message": "calls",
+         "LRO packet": "nic_pk", "poll beyond budget": "irq"}
+# ICMP messages: software LRO takes data packets only (``models.hypervisor.HypervisorRx.cost``)
+_RECV_ICMP = {**_RECV, "LRO packet": None}
 
 
 def _coalescers(model: Model) -> dict:
@@ -205,6 +208,11 @@ def _price(hop, table: dict, msg: _Message, per_byte: bool, unknown: set) -> _Ta
             if what not in table:
                 unknown.add((c.term, what))
                 continue
+            if table[what] is None:   # not paid by this kind of message
+                continue
+            if c.term == costs.DRIVER_POLL and what == "NIC packet":
+                continue   # a message's packets fit one poll's budget: its pass's poll is all
+
             if what == HALT:
                 halt += cyc * getattr(msg, table[what])
                 continue
@@ -264,7 +272,7 @@ def solve(cfg: Config, iterations: int = 30):
             tail = len([h for h in leg.data if h.kind == CONTEXT]) - leg.tail
             for hop, side in zip(leg.data, _sides(leg.data)):
                 if hop.kind == CONTEXT:
-                    table = _SEND if side == "send" else _RECV
+                    table = _SEND if side == "send" else (_RECV_ICMP if ping else _RECV)
                     tasks.append(_price(hop, table, msg, True, unknown))
                     tail -= 1
                     if tail < 0:          # after the latency's end: nobody waits for it

@@ -352,6 +352,7 @@ def _into_hops(model: Model, dst, p: int, rxq, k: int) -> list[Hop]:
                    lambda: _numa_copy(nic_rxq.context, vnic))
     return [_rx_ring(nic_rxq), _pcie(card.up, "RX data, descriptor write-backs"),
             _ctx(nic_rxq.context, _declared(hv, "driver_charges", "rx"),
+                 _declared(hv, "lro_charges", vnic.takes_aggregates),
                  _declared(vswitch, "charges", "rx", sort=_shared(
                      ("shared_queues", id(nic), id(vswitch)),
                      lambda: nic.shared_queues(vswitch.ports)).__contains__(k)),

@@ -237,6 +237,9 @@ COST_DOCS = {  # Class.field of a CycleCost: the stage it prices
     "HypervisorParams.driver_tx": "uplink driver, transmit",
     "HypervisorParams.compat_rx": "linux_compat driver's packet-handle conversion, receive",
     "HypervisorParams.compat_tx": "linux_compat driver's packet-handle conversion, transmit",
+    "HypervisorParams.driver_poll": "one uplink driver poll call (a pass makes one per budget)",
+    "HypervisorParams.napi_budget_packets": "packets one driver poll call takes at most (NAPI weight)",
+    "HypervisorParams.software_lro_cost": "software LRO's own work per data packet it takes",
     "VswitchParams.cost": "vswitch forwarding",
     "VswitchParams.sort": "software sort by destination of frames a NIC queue did not sort "
                           "(no NetQueue, VMDq default queue)",

@@ -517,9 +517,10 @@ def test_a_busy_nic_queue_handler_polls_and_its_vcpu_follows_its_passes():
     # v6_vnic_rx_55: four 40GbE sessions into one vmxnet3 VM fill the NIC queue's handler; it
     # polls its ring (the DES: 30 interrupts/s for 1.74M frames/s) so its per-interrupt and
     # per-pass work vanishes, and the vCPU's virtual interrupts, one per handler pass, with
-    # it. The goodput is the DES's (22.95 Gbps at 0.1 s, fluid 23.13, since the backend's
-    # copy is priced at the processor's copy rate; 20.1 before, when priced per interrupt the
-    # fluid engine gave 18.6).
+    # it. The goodput is the DES's (20.11 Gbps at 0.1 s, fluid 20.27, since software LRO's
+    # per-frame work and the NAPI poll budget are priced, branch v6shim; 22.95 and 23.13
+    # before, since the backend's copy is priced at the processor's copy rate; 20.1 before
+    # that, when priced per interrupt the fluid engine gave 18.6).
     cfg = compose_checked("configs", ["experiment=v6_vnic_rx_55"])
     res = fluid.solve(cfg)
     assert res.tables["contexts"].set_index("context")["util_pct"]["nic0.rxq0.irq"] == \
@@ -529,4 +530,4 @@ def test_a_busy_nic_queue_handler_polls_and_its_vcpu_follows_its_passes():
     assert drv / shim == pytest.approx(cfg.hypervisor.driver_rx.per_packet_cycles
                                        / cfg.hypervisor.compat_rx.per_packet_cycles, rel=1e-6)
     assert _terms(res, "vm0.vcpu0", "halt_wakeup") < 0.2e9   # was 0.74e9 (DES 0.12e9)
-    assert res.summary["goodput_gbps"] == pytest.approx(22.95, rel=0.05)
+    assert res.summary["goodput_gbps"] == pytest.approx(20.11, rel=0.05)

@@ -62,7 +62,8 @@ class FakeVswitch:
 def params(**kw) -> HypervisorParams:
     base = dict(driver_rx=CycleCost(3000.0, 450.0, 0.0), compat_rx=CycleCost(0.0, 250.0, 0.0),
                 driver_tx=CycleCost(0.0, 450.0, 0.0), compat_tx=CycleCost(0.0, 250.0, 0.0),
-                features=HypervisorFeatures(software_lro=True), software_lro_max_bytes=32000)
+                features=HypervisorFeatures(software_lro=True), software_lro_max_bytes=32000,
+                driver_poll=CycleCost(0.0, 0.0, 0.0), software_lro_cost=CycleCost(0.0, 0.0, 0.0))
     return HypervisorParams(**{**base, **kw})
 
 
@@ -107,6 +108,30 @@ def test_rx_cost_driver_per_frame_the_rest_per_aggregate():
     rx.deliver(taken)
     assert [b.packets for b in vs.got] == [3, 10]
     assert rx.driver_packets == 55 and rx.switched_packets == 13
+
+
+def test_software_lro_pays_per_data_frame_it_takes_acks_and_other_vnics_not():
+    vs = FakeVswitch([FakeVnic(True), FakeVnic(False)])
+    rx = HypervisorRx(params(driver_kind="native", software_lro_cost=CycleCost(0.0, 200.0, 0.0)),
+                      vs)
+    batch = [data(45, dst=0), data(10, dst=1), Burst(ACK, 0, 0, 3, 3, HDR, MSS)]
+    terms = rx.cost(rx.prepare(batch, None), is_interrupt=True)
+    assert terms["lro"] == 200 * 45            # vNIC 0's data frames only
+    off = HypervisorRx(params(features=HypervisorFeatures(software_lro=False),
+                              software_lro_cost=CycleCost(0.0, 200.0, 0.0)), vs)
+    assert "lro" not in off.cost(off.prepare(batch, None), is_interrupt=True)
+    with pytest.raises(ValueError, match="software_lro_cost.fixed_cycles"):
+        params(software_lro_cost=CycleCost(10.0, 200.0, 0.0))
+
+
+def test_a_pass_pays_one_poll_per_budget_of_packets():
+    hv = params(driver_kind="native", driver_poll=CycleCost(1000.0, 0.0, 0.0))
+    assert hv.napi_budget_packets == 64
+    for n, polls in ((1, 1), (64, 1), (65, 2), (200, 4)):
+        assert hv.rx_driver_terms(n, 0, 0)["driver_poll"] == 1000 * polls
+    assert "driver_poll" not in hv.rx_driver_terms(0, 0, 0)
+    assert params(driver_poll=CycleCost(1000.0, 0.0, 0.0),
+                  napi_budget_packets=16).rx_driver_terms(200, 0, 0)["driver_poll"] == 13000
 
 
 def test_no_software_lro_without_the_feature():
