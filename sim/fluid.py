@@ -262,7 +262,8 @@ _RATES = {
                        "doorbell": S, "pass": S},
     ("data", "recv"): {"interrupt": IRQ_D, "virtual interrupt": IR, "pass": IR,
                        "NIC packet": NIC_PK, "frame": D, "packet (aggregate)": STACK_PK,
-                       "recv() call": CALLS, "LRO packet": NIC_PK, POLL_BEYOND: IR},          # "packet": SW_PK (host) / NIC_PK (peer)
+                       "recv() call": CALLS, "LRO packet": NIC_PK, POLL_BEYOND: IR},
+    # ("data", "recv")'s "packet": SW_PK at the host, NIC_PK at the peer (set where read)
     ("acks", "send"): {"ACK train": T, "ACK": A, "packet": A, "frame": A, "doorbell": T,
                        "pass": T},
     ("acks", "recv"): {"interrupt": IRQ_A, "virtual interrupt": IA, "pass": IA,
