@@ -212,7 +212,6 @@ def _price(hop, table: dict, msg: _Message, per_byte: bool, unknown: set) -> _Ta
                 continue
             if c.term == costs.DRIVER_POLL and what == "NIC packet":
                 continue   # a message's packets fit one poll's budget: its pass's poll is all
-
             if what == HALT:
                 halt += cyc * getattr(msg, table[what])
                 continue

@@ -119,6 +119,8 @@ DOCS = {  # Class.field: "meaning [unit]"; the range comes from the code's check
     "HypervisorParams.driver_kind": "uplink driver: linux_compat (converts packet handles) or "
                                     "native [-]",
     "HypervisorParams.software_lro_max_bytes": "largest software LRO aggregate [bytes]",
+    "HypervisorParams.napi_budget_packets": "packets one uplink driver poll call takes at most "
+                                            "(NAPI weight) [packets]",
     "HypervisorParams.vm_exit_cycles": "a guest register access under hardware virtualization "
                                        "(exit, emulation, entry) [cycles]",
     "HypervisorParams.bt_trap_cycles": "a guest register access under binary translation "
@@ -238,7 +240,6 @@ COST_DOCS = {  # Class.field of a CycleCost: the stage it prices
     "HypervisorParams.compat_rx": "linux_compat driver's packet-handle conversion, receive",
     "HypervisorParams.compat_tx": "linux_compat driver's packet-handle conversion, transmit",
     "HypervisorParams.driver_poll": "one uplink driver poll call (a pass makes one per budget)",
-    "HypervisorParams.napi_budget_packets": "packets one driver poll call takes at most (NAPI weight)",
     "HypervisorParams.software_lro_cost": "software LRO's own work per data packet it takes",
     "VswitchParams.cost": "vswitch forwarding",
     "VswitchParams.sort": "software sort by destination of frames a NIC queue did not sort "
