@@ -299,17 +299,16 @@ class HypervisorRx:
         home first), nothing per byte: full-line payload stores are posted, the core does not
         wait for them, and the remote transfer is paid by whoever reads the data next (the
         guest's copy to user, ``rx_data_nodes``; ``docs/models.md``, NUMA)."""
-        nic_packets = n_bytes = 0
+        lro = self.params.features.software_lro  # LRO's work on each data packet it takes
+        nic_packets = n_bytes = lro_packets = lro_bytes = 0
         for b in rx.batch:
             nic_packets += b.packets
             n_bytes += b.payload_bytes
+            if lro and b.kind == DATA and self._takes_aggregates(b.dst):
+                lro_packets += b.packets
+                lro_bytes += b.payload_bytes
         terms = self.params.rx_driver_terms(nic_packets, n_bytes, int(is_interrupt))
-        if self.params.features.software_lro:  # LRO's work on each data packet it takes
-            lro_packets = lro_bytes = 0
-            for b in rx.batch:
-                if b.kind == DATA and self._takes_aggregates(b.dst):
-                    lro_packets += b.packets
-                    lro_bytes += b.payload_bytes
+        if lro:
             costs.add(terms, costs.LRO,
                       self.params.software_lro_cost.cycles(lro_packets, lro_bytes, 0))
         packets = sum(b.packets for b in rx.switched)
