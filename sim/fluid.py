@@ -13,7 +13,8 @@ of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
 queue's handler, a vCPU's vNIC ring; bursts of a refilling sender: ``B``), world switches on
 shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
-``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
+``_residual_waits``; pieces that go round coupled: ``_coupled_rtt``; the mean-value analysis
+``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
 TCP_RR (one session) and ping: ``sim.fluid_rr`` (``solve`` dispatches). Poll mode
 (``hypervisor.poll_mode``): PMD threads spin (``_poll_spin``), the NIC queues they read take
