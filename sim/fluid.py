@@ -1502,16 +1502,22 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
 
 # -- RTT and the solve ------------------------------------------------------------------------
 
+def _queue_timers(net: _Net, st: State) -> np.ndarray:
+    """Each receive queue's coalescing timer in the round trip (s): the state's (adaptive), else
+    the static timer (the bulk class's when adaptive), 0 on a polled queue."""
+    co = net.coalescing
+    timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
+    return st.queue_timer_s if st.queue_timer_s is not None else \
+        np.where(net.q_polled, 0.0, timer)
+
+
 def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     """Each flow's path delays at the state's rates (no queueing): propagation, one burst and
     one ACK on the wire, coalescing timers, one burst's / ACK train's service times. The burst
     is a segment (``seg``), or for a sender that refills its send buffer behind the ACKs
     (``_Flow.refill``) the whole window's ``chunk``, whose send() copies are then in the loop
     too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
-    co = net.coalescing
-    timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
-    qt = st.queue_timer_s if st.queue_timer_s is not None else \
-        np.where(net.q_polled, 0.0, timer)
+    qt = _queue_timers(net, st)
     n = len(net.flows)
     pre = net.pre
     # each link stores and forwards a whole burst (teaming: the wire, then the switch): the
@@ -1588,11 +1594,15 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     work there with the writer's copies (the join: of one piece, or of one message when
     that is larger: DES, 64KB messages, one 34-us copy a window in that chain); then the other pieces' trains that
     reached the receiver during the read (they precede the update: ``min(N - 1,
-    ceil(read / wire) - 1)``) and the update's own work at the sender's core. The sender's
-    core is the core of the flow's send() calls. A train's work on an entry is one piece's
-    ACK-side cycles less the update's unit (``_rtt0``'s ``unit``). No residual waits: the
-    flow's own queueing is what this counts (other flows' residuals are left out). The
-    window bound takes the larger of this and ``_rtt0``'s (pieces apart)."""
+    ceil(read / wire) - 1)``) and the update's own work at the sender's core; where a piece
+    goes as several segments, its last segment's train comes in a pass of its own with the
+    update, and the copies the earlier trains woke run before the release (DES, 128KB window
+    at 2 and 2.93 GHz: pieces of 65160 + 4344 bytes). The sender's core is the core of the
+    flow's send() calls. A train's work on an entry is one piece's ACK-side cycles less the
+    update's unit (``_rtt0``'s ``unit``); the train waits the ACK queue's timer unless it
+    reaches ``max_frames``, the update none (it arrives behind the other piece's train). No
+    residual waits: the flow's own queueing is what this counts (other flows' residuals are
+    left out). The window bound takes the larger of this and ``_rtt0``'s (pieces apart)."""
     n = len(net.flows)
     out = np.zeros(n)
     pre, cpu = net.pre, net.cpu
@@ -1641,8 +1651,21 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     n_pieces = np.round(window / np.where(chunk > 0, chunk, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         riding = np.minimum(n_pieces - 1, np.ceil(read / np.where(wire > 0, wire, 1)) - 1)
-    rtt = (_rtt0(net, st, with_service=False) + s_data
-           + np.maximum(read + u_off, a_off + a_on + copies) + riding * a_on + u_on)
+    # The ACK queue's timer: a data ACK train of at least ``max_frames`` ACKs raises its
+    # interrupt as it lands, a shorter one waits the timer; the update waits none, arriving
+    # right behind the other piece's train, whose interrupt is pending or whose pass polls it
+    # (DES: 64KB, 2 GHz, in the train's pending interrupt; 128KB at 2 and 2.93 GHz, polled
+    # at the end of the train's pass)
+    acks = np.where(pieces_s > 0, Q[:, A] / np.where(pieces_s > 0, pieces_s, 1), 0.0)
+    qt = _queue_timers(net, st)
+    train_timer = np.where(acks - net.read_acks >= net.coalescing.max_frames, 0.0, qt[net.aq])
+    # a piece of several segments sends its last segment's train in a pass of its own, with
+    # the update behind it: the writer's copies that the earlier trains woke run before the
+    # release (DES, 128KB window: 65160 + 4344 bytes, a 22-ACK pass then 3 ACKs with the update)
+    several = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
+    rtt = (_rtt0(net, st, with_service=False) - qt[net.aq] + s_data
+           + np.maximum(read + u_off, train_timer + a_off + a_on + copies)
+           + riding * (a_on + np.where(several, copies, 0.0)) + u_on)
     return np.where(coupled, rtt, 0.0)
 
 

@@ -11,7 +11,7 @@ from sim.compose import compose_checked
 # The random cross-check's draw that the pieces' coupling set apart (shrunk): one 10GbE
 # session, 64KB window, max_frames 16, 2 GHz
 CASE = ["experiment=e35_tx_single_vm", "workload.vms=1", "workload.sessions_per_vm=1",
-        "workload.socket_bytes=65536", "nic.link.line_rate_gbps=10.0",
+        "nic.link.line_rate_gbps=10.0",
         "nic.coalescing.max_frames=16", "host.cpu.clock_hz=2.0e9",
         "run.replications=1", "run.warmup_s=0.03", "run.measure_s=0.03"]
 
@@ -28,11 +28,18 @@ def _fluid_goodput(monkeypatch, overrides: list[str], coupled: bool) -> float:
     return fluid.solve(compose_checked("configs", overrides)).summary["goodput_gbps"]
 
 
-@pytest.mark.parametrize("message_bytes", [8192, 65536])
-def test_coupled_pieces_set_the_window_bound(monkeypatch, message_bytes):
-    # DES 3.50 (8KB messages) / 3.21 Gbps (64KB: one whole message's copy in the chain);
-    # the pieces independent: fluid 3.81 / 3.94, coupled 3.50 / 3.20
-    case = [*CASE, f"workload.message_bytes={message_bytes}"]
+@pytest.mark.parametrize("socket_bytes, message_bytes", [
+    # DES 3.50 Gbps; the pieces apart: fluid 3.81, coupled 3.50
+    (65536, 8192),
+    # one whole message's copy in the chain: DES 3.21; apart 3.94, coupled 3.20
+    (65536, 65536),
+    # pieces of two segments (65160 + 4344): the other piece's copies before the release,
+    # its 22-ACK train raising its interrupt as it lands: DES 3.57; apart 4.24, coupled 3.44
+    (131072, 8192),
+])
+def test_coupled_pieces_set_the_window_bound(monkeypatch, socket_bytes, message_bytes):
+    case = [*CASE, f"workload.socket_bytes={socket_bytes}",
+            f"workload.message_bytes={message_bytes}"]
     des = _des_goodput(case)
     coupled = _fluid_goodput(monkeypatch, case, True)
     apart = _fluid_goodput(monkeypatch, case, False)
@@ -49,7 +56,8 @@ def test_coupled_pieces_set_the_window_bound(monkeypatch, message_bytes):
     (["workload.socket_bytes=16384"], False),
 ])
 def test_the_rule_applies_where_the_next_piece_arrives_during_a_read(extra, coupled):
-    cfg = compose_checked("configs", [*CASE, "workload.message_bytes=8192", *extra])
+    cfg = compose_checked("configs", [*CASE, "workload.socket_bytes=65536",
+                                      "workload.message_bytes=8192", *extra])
     net = fluid.describe_network(cfg)
     _, st, _ = fluid._solve_piled(net)
     rtt = fluid._coupled_rtt(net, st)
