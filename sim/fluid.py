@@ -13,7 +13,8 @@ of the path. Load-dependent mechanisms (docs/fluid.md): wake-ups of halted vCPUs
 queue's handler, a vCPU's vNIC ring; bursts of a refilling sender: ``B``), world switches on
 shared cores (``_world_switches``), paced senders, NUMA penalties (``_numa_entries``), a window
 bound in the pieces the reads reopen with residual waits at busy cores (``_rtt0``,
-``_residual_waits``; the mean-value analysis ``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
+``_residual_waits``; pieces that go round coupled: ``_coupled_rtt``; the mean-value analysis
+``_window_mva`` is off: ``WINDOW_QUEUEING``). ``compare_all``
 runs every experiment in both engines (``python -m sim compare --all``).
 TCP_RR (one session) and ping: ``sim.fluid_rr`` (``solve`` dispatches). Poll mode
 (``hypervisor.poll_mode``): PMD threads spin (``_poll_spin``), the NIC queues they read take
@@ -1561,16 +1562,22 @@ def _entries(net: _Net, g: np.ndarray, Q: np.ndarray, irq: np.ndarray, timer_s, 
 
 # -- RTT and the solve ------------------------------------------------------------------------
 
+def _queue_timers(net: _Net, st: State) -> np.ndarray:
+    """Each receive queue's coalescing timer in the round trip (s): the state's (adaptive), else
+    the static timer (the bulk class's when adaptive), 0 on a polled queue."""
+    co = net.coalescing
+    timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
+    return st.queue_timer_s if st.queue_timer_s is not None else \
+        np.where(net.q_polled, 0.0, timer)
+
+
 def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     """Each flow's path delays at the state's rates (no queueing): propagation, one burst and
     one ACK on the wire, coalescing timers, one burst's / ACK train's service times. The burst
     is a segment (``seg``), or for a sender that refills its send buffer behind the ACKs
     (``_Flow.refill``) the whole window's ``chunk``, whose send() copies are then in the loop
     too; a sender that writes ahead has them off the loop (they fill the buffer meanwhile)."""
-    co = net.coalescing
-    timer = units.us_to_s(co.timer_us if co.mode == "static" else co.adaptive_bulk_timer_us)
-    qt = st.queue_timer_s if st.queue_timer_s is not None else \
-        np.where(net.q_polled, 0.0, timer)
+    qt = _queue_timers(net, st)
     n = len(net.flows)
     pre = net.pre
     # each link stores and forwards a whole burst (teaming: the wire, then the switch): the
@@ -1614,6 +1621,112 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     if RESIDUAL_WAITS:   # the tasks' residuals: the mean ACK train's
         t += _residual_waits(net, st, secs, loop, clock)
     return t
+
+
+# A writer-ahead sender's pieces go round coupled where the next piece reaches the reader
+# during a read (``_coupled_rtt``); False: each piece's loop is its own (``_rtt0``).
+COUPLED_PIECES = True
+
+
+def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
+    """Each flow's round trip when its window's pieces go round coupled (0: they do not):
+    a writer-ahead sender (``update_loop``) whose window goes in ``N >= 2`` pieces, the
+    read of one piece taking longer than the next piece's serialisation on the data link.
+
+    The DES (e35_tx_single_vm, one 10GbE session, 64KB window, 8KB messages, max_frames 16,
+    2 GHz, seed 0, 0.03 s after 0.03 s; ``TcpSender``, ``TcpReceiver`` and the contexts'
+    tasks logged): the two pieces (30784 + 34752 bytes) leave the sender 5-30 us apart and
+    arrive back to back (the second's wire behind the first's), the second during the read
+    of the first, so its data ACK train leaves the reader before the first read's window
+    update. The update releases the next first piece (it is not lost: it reaches the sender
+    late), but only after the sending core (the vCPU, FIFO, no preemption) has done, in
+    order: the first piece's data ACK train (its pass: 33 us with the halt wake-up), the
+    send() copies of the bytes that train freed (19 us), the second piece's data ACK train
+    with the update in the same pass (13 ACKs, 28 us). A window goes round in 150 us (fluid
+    before, pieces independent: 137.6): the first piece's data path (41 us), its train to
+    the vCPU (30 us) and that core work (80 us); the read (44 us) and the update's way back
+    (21 us) are shorter and wait. At 4 GHz the update waits behind the other piece's train
+    pass (17 us) and the copies it triggered (9 us) after the read's longer branch.
+
+    So the round trip is the piece's data path (fixed delays and data-side service, as in
+    ``_rtt0``), then the later of two branches that join at the sender's core: the read and
+    the update's way to that core, or the piece's own data ACK train's way there and its
+    work there with the writer's copies (the join: of one piece, or of one message when
+    that is larger: DES, 64KB messages, one 34-us copy a window in that chain); then the other pieces' trains that
+    reached the receiver during the read (they precede the update: ``min(N - 1,
+    ceil(read / wire) - 1)``) and the update's own work at the sender's core; where a piece
+    goes as several segments, its last segment's train comes in a pass of its own with the
+    update, and the copies the earlier trains woke run before the release (DES, 128KB window
+    at 2 and 2.93 GHz: pieces of 65160 + 4344 bytes). The sender's core is the core of the
+    flow's send() calls. A train's work on an entry is one piece's ACK-side cycles less the
+    update's unit (``_rtt0``'s ``unit``); the train waits the ACK queue's timer unless it
+    reaches ``max_frames``, the update none (it arrives behind the other piece's train). No
+    residual waits: the flow's own queueing is what this counts (other flows' residuals are
+    left out). The window bound takes the larger of this and ``_rtt0``'s (pieces apart)."""
+    n = len(net.flows)
+    out = np.zeros(n)
+    pre, cpu = net.pre, net.cpu
+    window = np.array([fl.window for fl in net.flows], dtype=float)
+    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    Q = st.quantities
+    pieces_s = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
+    upd_flow = np.bincount(net.e_flow[pre["update_loop"]], None, n) > 0
+    elig = upd_flow & (chunk < window) & (pieces_s > 0)
+    if not elig.any():
+        return out
+    ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0)
+    clock = pre["key_clock"]
+    core = np.where(ctx, cpu.ctx_core[np.maximum(cpu.e_ctx, 0)], -1)
+    app_send = net.e_background & ctx & (net.e_section == 0)
+    sender = np.full(n, -1)
+    sender[net.e_flow[app_send]] = core[app_send]
+    # one piece's cycles per entry, in core-seconds (the data side as ``_rtt0`` prices a burst)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ps = pieces_s[net.e_flow]
+        piece = np.where(ctx & (ps > 0), st.entry / np.where(ps > 0, ps, 1) / clock[net.e_key],
+                         0.0)
+        qe = Q[net.e_flow, net.e_q]
+        unit = np.where(ctx & (qe > 0), st.entry / np.where(qe > 0, qe, 1) / clock[net.e_key],
+                        0.0)
+    on_core = core == sender[net.e_flow]
+    ack = ctx & (net.e_section == 1) & pre["update_loop"]
+    data = ctx & (net.e_section == 0) & ~net.e_background & ~net.e_recv_app
+
+    def per_flow(mask, v):
+        return np.bincount(net.e_flow[mask], v[mask], n)
+
+    read = per_flow(net.e_recv_app, piece)
+    s_data = per_flow(data, piece)
+    # the copies one wake-up of the writer makes: the bytes a train freed, or one whole message
+    # when a message is larger than a piece (the writer waits for room for all of it)
+    copies = per_flow(app_send, piece) * np.maximum(
+        1.0, net.cfg.workload.message_bytes / np.where(chunk > 0, chunk, 1))
+    train = np.maximum(piece - unit, 0.0)
+    u_off, u_on = per_flow(ack & ~on_core, unit), per_flow(ack & on_core, unit)
+    a_off, a_on = per_flow(ack & ~on_core, train), per_flow(ack & on_core, train)
+    # the next piece's serialisation behind this one: its wire time on the slowest data link
+    wire = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire / net.link_rate[k]
+                          for k in fl.data_links), default=0.0) for fl in net.flows])
+    coupled = elig & (sender >= 0) & (wire > 0) & (read > wire)
+    n_pieces = np.round(window / np.where(chunk > 0, chunk, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        riding = np.minimum(n_pieces - 1, np.ceil(read / np.where(wire > 0, wire, 1)) - 1)
+    # The ACK queue's timer: a data ACK train of at least ``max_frames`` ACKs raises its
+    # interrupt as it lands, a shorter one waits the timer; the update waits none, arriving
+    # right behind the other piece's train, whose interrupt is pending or whose pass polls it
+    # (DES: 64KB, 2 GHz, in the train's pending interrupt; 128KB at 2 and 2.93 GHz, polled
+    # at the end of the train's pass)
+    acks = np.where(pieces_s > 0, Q[:, A] / np.where(pieces_s > 0, pieces_s, 1), 0.0)
+    qt = _queue_timers(net, st)
+    train_timer = np.where(acks - net.read_acks >= net.coalescing.max_frames, 0.0, qt[net.aq])
+    # a piece of several segments sends its last segment's train in a pass of its own, with
+    # the update behind it: the writer's copies that the earlier trains woke run before the
+    # release (DES, 128KB window: 65160 + 4344 bytes, a 22-ACK pass then 3 ACKs with the update)
+    several = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
+    rtt = (_rtt0(net, st, with_service=False) - qt[net.aq] + s_data
+           + np.maximum(read + u_off, train_timer + a_off + a_on + copies)
+           + riding * (a_on + np.where(several, copies, 0.0)) + u_on)
+    return np.where(coupled, rtt, 0.0)
 
 
 # The ACK side on a writer-ahead sender's loop is the window update's train, the data ACK
@@ -1915,6 +2028,8 @@ def _solve_net(net: _Net, iterations: int = 8, remember: bool = True):
             new, rtt = _window_mva(net, st, _rtt0(net, st, with_service=False))
         else:
             rtt = _rtt0(net, st)
+            if COUPLED_PIECES:   # a window whose pieces go round coupled (``_coupled_rtt``)
+                rtt = np.maximum(rtt, _coupled_rtt(net, st))
             new = window / rtt
         done = np.allclose(new, cap_w, rtol=1e-4)
         if READS_MERGE:   # a saturated reader's reads at these rates (``_merged_reads``)

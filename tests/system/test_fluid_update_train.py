@@ -12,20 +12,27 @@ CASE = ["experiment=e35_tx_single_vm", "workload.sessions_per_vm=1",
         "run.replications=1", "run.warmup_s=0.03", "run.measure_s=0.03"]
 
 
-def _goodput(monkeypatch, on_loop: bool, pieces: bool) -> float:
+def _goodput(monkeypatch, on_loop: bool, pieces: bool, coupled: bool = False) -> float:
     monkeypatch.setattr(fluid, "UPDATE_TRAIN_ON_LOOP", on_loop)
     monkeypatch.setattr(fluid, "PIECE_BURSTS", pieces)
+    monkeypatch.setattr(fluid, "COUPLED_PIECES", coupled)
     return fluid.solve(compose_checked("configs", CASE)).summary["goodput_gbps"]
 
 
 def test_update_train_alone_on_the_loop(monkeypatch):
     # DES (0.03 s after 0.03 s): 4.21 Gbps, the peer's 8000 interrupts/s one per 64KB piece;
-    # the mean ACK train on the loop: fluid 3.99 (pieces) / 4.14 (segments); the update: 4.37
+    # the pieces apart (``_rtt0``), the mean ACK train on the loop: fluid 3.99 (pieces) / 4.14
+    # (segments); the update: 4.37
     on, off = _goodput(monkeypatch, True, True), _goodput(monkeypatch, False, True)
     assert on > 1.05 * off
     assert on == pytest.approx(4.21, rel=0.05)
-    # how the data ACKs group into trains (per piece or per segment) is off the loop
+    # how the data ACKs group into trains (per piece or per segment) is off that loop
     assert _goodput(monkeypatch, True, False) == pytest.approx(on, rel=0.01)
+    # The DES's pieces here go round coupled (the next 64KB piece arrives during the read;
+    # the update waits at the vCPU behind its own train's pass and copies and the other
+    # piece's: ``fluid._coupled_rtt``), which binds: 4.08, where the trains' grouping is on
+    # the loop (``test_fluid_coupled.py``)
+    assert _goodput(monkeypatch, True, True, coupled=True) == pytest.approx(4.21, rel=0.05)
 
 
 RX_CASE = ["experiment=e35_rx_single_vm", "workload.vms=1", "workload.sessions_per_vm=1",
