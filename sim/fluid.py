@@ -1152,6 +1152,15 @@ def _precompute(net: _Net) -> None:
                                      for key in net.keys])
     pre["link_visits"] = tuple(np.array(v, dtype=int) for v in zip(*visits)) if visits \
         else (np.zeros(0, dtype=int),) * 3
+    # per flow, what ``_coupled_rtt`` and ``_link_waits`` read that the rates do not change:
+    # window and piece (bytes), the next piece's wire time on the slowest data link (s), a
+    # piece of several segments
+    pre["window"] = np.array([fl.window for fl in net.flows], dtype=float)
+    pre["chunk"] = np.array([fl.chunk for fl in net.flows], dtype=float)
+    pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
+                                         / net.link_rate[k] for k in fl.data_links),
+                                        default=0.0) for fl in net.flows])
+    pre["several"] = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
     pre["update_loop"] = (net.e_section == 1) & (net.read_acks[net.e_flow] > 0) \
         & ~pre["refill"] & ~held[net.e_flow]
 
@@ -1681,8 +1690,7 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     n = len(net.flows)
     out = np.zeros(n)
     pre, cpu = net.pre, net.cpu
-    window = np.array([fl.window for fl in net.flows], dtype=float)
-    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    window, chunk = pre["window"], pre["chunk"]
     Q = st.quantities
     pieces_s = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
     upd_flow = np.bincount(net.e_flow[pre["update_loop"]], None, n) > 0
@@ -1720,8 +1728,7 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     u_off, u_on = per_flow(ack & ~on_core, unit), per_flow(ack & on_core, unit)
     a_off, a_on = per_flow(ack & ~on_core, train), per_flow(ack & on_core, train)
     # the next piece's serialisation behind this one: its wire time on the slowest data link
-    wire = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire / net.link_rate[k]
-                          for k in fl.data_links), default=0.0) for fl in net.flows])
+    wire = pre["piece_wire_s"]
     coupled = elig & (sender >= 0) & (wire > 0) & (read > wire)
     n_pieces = np.round(window / np.where(chunk > 0, chunk, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -1737,7 +1744,7 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     # a piece of several segments sends its last segment's train in a pass of its own, with
     # the update behind it: the writer's copies that the earlier trains woke run before the
     # release (DES, 128KB window: 65160 + 4344 bytes, a 22-ACK pass then 3 ACKs with the update)
-    several = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
+    several = pre["several"]
     rtt = (_rtt0(net, st, with_service=False) - qt[net.aq] + s_data
            + np.maximum(read + u_off, train_timer + a_off + a_on + copies)
            + riding * (a_on + np.where(several, copies, 0.0)) + u_on)
@@ -1804,7 +1811,7 @@ def _link_waits(net: _Net, st: State) -> np.ndarray:
     if not on.any():
         return out
     Q = st.quantities
-    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    chunk = net.pre["chunk"]
     idx = np.flatnonzero(on)
     j, q = net.e_flow[idx], net.e_q[idx]
     # bursts a second: a data burst carries one piece (``chunk`` bytes), an ACK train its ACKs
@@ -1824,9 +1831,10 @@ def _link_waits(net: _Net, st: State) -> np.ndarray:
     cpu = net.cpu
     ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background
     nc = len(cpu.core_clock)
-    per_piece = np.zeros((n, nc))
-    np.add.at(per_piece, (net.e_flow[ctx], cpu.ctx_core[cpu.e_ctx[ctx]]),
-              st.entry[ctx] / net.pre["key_clock"][net.e_key[ctx]])
+    # each cell summed in the entries' order (as ``np.add.at`` would, much faster)
+    per_piece = np.bincount(net.e_flow[ctx] * nc + cpu.ctx_core[cpu.e_ctx[ctx]],
+                            st.entry[ctx] / net.pre["key_clock"][net.e_key[ctx]],
+                            n * nc).reshape(n, nc)
     with np.errstate(divide="ignore", invalid="ignore"):
         bursts = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
         per_piece = np.where(bursts[:, None] > 0, per_piece
