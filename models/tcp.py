@@ -652,12 +652,13 @@ class TcpReceiver:
     # -- the ``rcv_mss`` rule (Linux 2.6.32, net/ipv4/tcp_input.c) --------------------------
     def _in_order_rcv_mss(self, burst: Burst, start: int, had_hole: bool) -> None:
         """In-order data under Linux's rule: each segment the stack receives goes through
-        ``tcp_measure_rcv_mss`` (an LRO aggregate counts by its gso_size, one frame's payload,
-        when the device hands it up with one: ``rx_gso_size``; else whole), then ``__tcp_ack_snd_check`` ACKs at once when more than
-        ``rcv_mss`` bytes arrived since the last ACK (rcv_nxt - rcv_wup > rcv_mss); PSH plays
-        no part; outside pingpong mode a quick ACK left (``_quick``) ACKs the segment at once.
-        Data that fill a hole are ACKed at once (the out-of-order queue was not empty); the
-        rest waits for the delayed-ACK timer or the reader (``read``)."""
+        ``tcp_measure_rcv_mss`` (an LRO aggregate counts by its gso_size, one frame's
+        payload, when the device hands it up with one: ``rx_gso_size``; else whole), then
+        ``__tcp_ack_snd_check`` ACKs at once when more than ``rcv_mss`` bytes arrived since
+        the last ACK (rcv_nxt - rcv_wup > rcv_mss); PSH plays no part; outside pingpong mode
+        a quick ACK left (``_quick``) ACKs the segment at once. Data that fill a hole are
+        ACKed at once (the out-of-order queue was not empty); the rest waits for the
+        delayed-ACK timer or the reader (``read``)."""
         self._last_rcv_s = self.env.now
         pingpong = self._pingpong or self.interactive
         n, ack_at, pos = 0, start, start

@@ -1671,22 +1671,21 @@ def _coupled_rtt(net: _Net, st: State) -> np.ndarray:
     pass (17 us) and the copies it triggered (9 us) after the read's longer branch.
 
     So the round trip is the piece's data path (fixed delays and data-side service, as in
-    ``_rtt0``), then the later of two branches that join at the sender's core: the read and
-    the update's way to that core, or the piece's own data ACK train's way there and its
-    work there with the writer's copies (the join: of one piece, or of one message when
-    that is larger: DES, 64KB messages, one 34-us copy a window in that chain); then the other pieces' trains that
-    reached the receiver during the read (they precede the update: ``min(N - 1,
-    ceil(read / wire) - 1)``) and the update's own work at the sender's core; where a piece
-    goes as several segments, its last segment's train comes in a pass of its own with the
-    update, and the copies the earlier trains woke run before the release (DES, 128KB window
-    at 2 and 2.93 GHz: pieces of 65160 + 4344 bytes). The sender's core is the core of the
-    flow's send() calls. A train's work on an entry is one piece's ACK-side cycles less the
-    update's unit (``_rtt0``'s ``unit``); the train waits the ACK queue's timer unless it
-    reaches ``max_frames``, the update none (it arrives behind the other piece's train). No
-    residual waits at the cores: the flow's own queueing is what this counts (other flows'
-    residuals are left out); the waits behind the other flows' bursts on the links are added
-    (``_link_waits``: two VMs' senders on one link). The window bound takes the larger of
-    this and ``_rtt0``'s (pieces apart)."""
+    ``_rtt0``), then the later of two branches that join at the sender's core: the read and the
+    update's way to that core, or the piece's own data ACK train's way there and its work there
+    with the writer's copies (the join: of one piece, or of one message when that is larger:
+    DES, 64KB messages, one 34-us copy a window in that chain); then the other pieces' trains
+    that reached the receiver during the read (they precede the update: ``min(N - 1, ceil(read /
+    wire) - 1)``) and the update's own work at the sender's core; where a piece goes as several
+    segments, its last segment's train comes in a pass of its own with the update, and the
+    copies the earlier trains woke run before the release (DES, 128KB window at 2 and 2.93 GHz:
+    pieces of 65160 + 4344 bytes). The sender's core is the core of the flow's send() calls. A
+    train's work on an entry is one piece's ACK-side cycles less the update's unit (``_rtt0``'s
+    ``unit``); the train waits the ACK queue's timer unless it reaches ``max_frames``, the
+    update none (it arrives behind the other piece's train). No residual waits at the cores: the
+    flow's own queueing is what this counts (other flows' residuals are left out); the waits
+    behind the other flows' bursts on the links are added (``_link_waits``: two VMs' senders on
+    one link). The window bound takes the larger of this and ``_rtt0``'s (pieces apart)."""
     n = len(net.flows)
     out = np.zeros(n)
     pre, cpu = net.pre, net.cpu

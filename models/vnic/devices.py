@@ -59,6 +59,8 @@ class Vmxnet3(VirtualNic):
     lro_capable = True
     # rx_gso_size stays False: the Linux driver of the RHEL6 era (vmxnet3_rq_rx_complete, still
     # in Linux 3.6) hands an LRO aggregate to netif_receive_skb without gso_size
+
+
 class VirtioNet(VirtualNic):
     """virtio-net with a vhost-net backend (a kernel thread per queue pair)."""
 
