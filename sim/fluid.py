@@ -29,13 +29,15 @@ TSO segment, or one MSS), ``W`` the window, ``msg`` = ``workload.message_bytes``
 - segments: a window travels as ``ceil(W / seg_max)`` equal segments, ``seg = W / ceil(W /
   seg_max)`` (the receiver reopens its window only when its application has read, so the
   sender gets a whole window back at once: 2 segments per 64KB window, 1 per 8KB, as the DES
-  shows); ``S = G / seg`` segments/s (TX packets; bursts on the wire) of ``b = ceil(seg / mss)``
-  frames; data frames/s ``D = b * S``; ``send()`` and ``recv()`` calls ``G / msg``. A
-  writer-ahead sender puts each piece its receiver's reads reopen on the wire at once (its
-  segments back to back): its bursts ``B`` are the pieces (``_piece_burst``). Under Linux's
-  ACK rule a window whose whole MSS fit in one segment that the receiving stack takes as one
-  aggregate goes round as that one segment, ``W`` its whole MSS: its ACK is the read's window
-  update, and Nagle holds the sub-MSS remainder (``_nagle_held_tail``).
+  shows), but whole TSO segments from a deferring Linux sender whose window holds
+  ``tso_win_divisor`` of them (``TSO_DEFERRAL``); ``S = G / seg`` segments/s (TX packets;
+  bursts on the wire) of ``b = ceil(seg / mss)`` frames; data frames/s ``D = b * S``;
+  ``send()`` and ``recv()`` calls ``G / msg``. A writer-ahead sender puts each piece its
+  receiver's reads reopen on the wire at once (its segments back to back): its bursts ``B``
+  are the pieces (``_piece_burst``). Under Linux's ACK rule a window whose whole MSS fit in
+  one segment that the receiving stack takes as one aggregate goes round as that one segment,
+  ``W`` its whole MSS: its ACK is the read's window update, and Nagle holds the sub-MSS
+  remainder (``_nagle_held_tail``).
 - sender side: one pass of the vNIC backend and one doorbell per segment (an upper bound: the
   DES skips a paravirtual vNIC's doorbell while its backend still polls).
 - receiving NIC queue: bursts arrive whole and the coalescer fires ``timer`` after the first
@@ -459,6 +461,20 @@ def describe_network(cfg: Config) -> _Net:
                 # A paced sender writes one message when it is due and the window is open: each
                 # message leaves as a segment of its own (DES, vmdq_low_load_off: 16KB segments)
                 seg = min(seg_max_bytes, cfg.workload.message_bytes, window)
+            sender = cfg.guest.stack if fp.direction == "tx" else other_stack
+            if TSO_DEFERRAL and sender.tso_win_divisor and not held and seg < seg_max_bytes \
+                    and cfg.workload.rate_limit_mbps <= 0 \
+                    and win >= sender.tso_win_divisor * seg_max_bytes:
+                # TSO deferral (``models.tcp.TcpSender._defers``, Linux's tcp_tso_should_defer):
+                # while less than 1/divisor of the window is open a segment the window cuts
+                # short waits for more ACKs; where a whole TSO segment is under 1/divisor of
+                # the window, every segment waits for a whole one. DES, 256KB windows from
+                # RHEL6 senders (v6_driver_native, v6_numa_*, v6_vnic_rx_55, hw_25g_rx,
+                # kvm_vhost_net_tx): median and mean segment 65160 bytes (equal pieces of the
+                # window: 52429). Smaller windows (64KB: g80_pcie_*, vxlan_tx*) are left as
+                # equal pieces: there a segment is what a write adds or an ACK train opens
+                # (DES median 12-20 MSS, pieces 22.6)
+                seg = seg_max_bytes
             b = math.ceil(seg / mss)                   # frames per segment
             nic_pk = math.ceil(b / min(hw, b)) / seg if hw > 1 else b / seg
             sw_pk = nic_pk if hw > 1 else (math.ceil(b / min(sw, b)) / seg if sw > 1 else b / seg)
@@ -598,6 +614,11 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
     three of 64KB, though their segments are ceil(window / seg_max) a window)."""
     return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+# A Linux sender with ``tso_win_divisor`` whose window holds that many whole TSO segments sends
+# whole ones (``describe_network``); False: equal pieces of the window, as without deferral.
+TSO_DEFERRAL = True
 
 
 # A window of one segment and a tail under one MSS goes round whole where its pieces pile up
