@@ -2363,6 +2363,22 @@ def compare(cfg: Config, des_summary: dict | None = None, measure_s: float = 0.1
 
 # The validation table: every experiment in both engines (``python -m sim compare --all``).
 STEADY_LOSS_RATIO = 1e-4   # a DES run losing more is past loss onset: not a steady state
+# One operating point: the DES's replications (seeds) agree within SAME_POINT_TOL on goodput
+# (steady runs differ by 0-1% at 0.1 s). Where they do not, the DES sits on one of several
+# self-sustaining points by seed (a window that goes round whole or in pieces, segments long
+# enough or not to outlast a coalescing timer), fragile points of its near-deterministic
+# service times; with more service jitter (ROBUST_JITTER_CV, after ROBUST_WARMUP_S) it leaves
+# them for the robust one, where the fluid engine is compared (the random cross-check in
+# tests/system/test_fluid.py does the same).
+SAME_POINT_TOL = 0.02
+ROBUST_JITTER_CV = 0.2
+ROBUST_WARMUP_S = 0.3
+
+
+def _one_point(goodputs: list[float]) -> bool:
+    """Whether replications' goodputs (Gbps) agree within ``SAME_POINT_TOL`` of their mean."""
+    mean = float(np.mean(goodputs))
+    return mean <= 0 or (max(goodputs) - min(goodputs)) <= SAME_POINT_TOL * mean
 
 
 def compare_all(names: list[str], config_dir: str = "configs", measure_s: float = 0.3,
@@ -2373,8 +2389,12 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
     relative differences (fluid - des) / des, the DES's loss and whether it was in steady state
     (loss ratio, multicast loss included, at most ``STEADY_LOSS_RATIO``: a run past loss onset
     loses more as its queues stay full, which the fluid engine does not model), TCP_RR's
-    transactions/s and the fluid regime and binding constraint. ``out``: the CSV, rewritten
-    after every row (a long run can be watched and stopped)."""
+    transactions/s and the fluid regime and binding constraint. ``des_point``: ``one`` where
+    the replications agree (``_one_point``); where they do not, the DES columns are its
+    robust point (``ROBUST_JITTER_CV``; ``robust``), or, if those disagree too, the first run's
+    mean (``several``); ``des_goodput_range_gbps``: the first run's replications' goodputs,
+    lowest and highest. ``out``: the CSV, rewritten after every row (a long run can be watched
+    and stopped)."""
     from sim.compose import compose_checked
     from sim.runner import run_experiment
     rows = []
@@ -2382,7 +2402,17 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
         cfg = compose_checked(config_dir, [f"experiment={name}"])
         des_cfg = replace(cfg, run=replace(cfg.run, engine="des", measure_s=measure_s,
                                            warmup_s=warmup_s, replications=replications))
-        des = run_experiment(des_cfg).summary
+        res = run_experiment(des_cfg)
+        des, point = res.summary, "one"
+        goodputs = [r.get("goodput_gbps", math.nan) for r in res.replications]
+        if not all(map(math.isnan, goodputs)) and not _one_point(goodputs):
+            robust_cfg = replace(des_cfg, host=replace(cfg.host, cpu=replace(
+                cfg.host.cpu, jitter_cv=ROBUST_JITTER_CV)), run=replace(
+                des_cfg.run, warmup_s=max(warmup_s, ROBUST_WARMUP_S)))
+            robust = run_experiment(robust_cfg)
+            point = "several"
+            if _one_point([r["goodput_gbps"] for r in robust.replications]):
+                des, point = robust.summary, "robust"
         try:
             res = solve(cfg)
             fl, bn = res.summary, res.tables["bottleneck"]
@@ -2393,7 +2423,9 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
         loss = max(des.get("loss_ratio", 0.0), des.get("multicast_loss_ratio", 0.0) or 0.0)
         row = {"experiment": name, "kind": cfg.workload.kind,
                "des_measure_s": measure_s, "des_replications": replications,
-               "des_steady": bool(loss <= STEADY_LOSS_RATIO), "des_loss_ratio": loss}
+               "des_steady": bool(loss <= STEADY_LOSS_RATIO), "des_loss_ratio": loss,
+               "des_point": point,
+               "des_goodput_range_gbps": f"{min(goodputs):.4g}-{max(goodputs):.4g}"}
         for m in ("goodput_gbps", "host_cpu_util_pct", "transactions_per_s",
                   "multicast_loss_ratio"):
             d, f = des.get(m, math.nan), fl.get(m, math.nan)
@@ -2405,7 +2437,9 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
         if progress is not None:
             progress(f"{name}: goodput {row['goodput_gbps_rel_diff']:+.1%}, CPU "
                      f"{row['host_cpu_util_pct_rel_diff']:+.1%}"
-                     + ("" if row["des_steady"] else " (DES not in steady state)"))
+                     + ("" if row["des_steady"] else " (DES not in steady state)")
+                     + ("" if point == "one" else f" (DES at {point} points by seed: "
+                        f"{row['des_goodput_range_gbps']} Gbps)"))
         if out is not None:
             pd.DataFrame(rows).to_csv(out, index=False, float_format="%.6g")
     return pd.DataFrame(rows)
