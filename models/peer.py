@@ -31,7 +31,7 @@ import numpy as np
 import simpy
 
 from models import costs
-from models import units
+from models import units, vxlan
 from models.base import ACK, DATA, ECHO_REPLY, Burst, CycleCost, Stats, check
 from models.cpu import Context, Cpu, CpuParams
 from models.guest import OsStackParams, StackHost
@@ -132,11 +132,13 @@ class PeerHost(StackHost):
         return [*self.irqs, *self._apps.values()]
 
     def driver_charges(self, direction: str) -> list[costs.Charge]:
-        """The client's NIC driver on ``direction`` (``sim.path``)."""
+        """The client's NIC driver on ``direction`` (``sim.path``), and as the far tunnel
+        endpoint (``vtep``) its VXLAN work."""
+        tunnel = vxlan.charges(self.vtep.params, direction) if self.vtep is not None else []
         if direction == "rx":
             return [costs.Charge.of(costs.DRIVER_RX, self.params.driver_rx, unit="frame",
-                                    per="interrupt")]
-        return [costs.Charge.of(costs.DRIVER_TX, self.params.driver_tx)]
+                                    per="interrupt"), *tunnel]
+        return [*tunnel, costs.Charge.of(costs.DRIVER_TX, self.params.driver_tx)]
 
     def _rx_cost(self, batch: list[Burst], is_interrupt: bool) -> dict:
         """Driver per frame; the stack per packet (an LRO aggregate when LRO is on)."""

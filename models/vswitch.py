@@ -33,6 +33,7 @@ from models import costs
 from models.base import Burst, CycleCost, Ring, Stats, check
 from models.nic import NicPort, TxBacklog
 from models.replication import ReplicationParams, Replicator, is_group
+from models import vxlan
 from models.vxlan import Vtep, VxlanParams
 
 
@@ -95,16 +96,8 @@ class Vswitch:
         out = [costs.Charge.of(costs.VSWITCH, self.params.cost)]
         if sort:
             out.append(costs.Charge.of(costs.SW_SORT, self.params.sort))
-        vx = self.params.vxlan
-        if vx.enabled and uplink:
-            if direction == "tx":
-                out.append(costs.Charge.of(costs.VXLAN, vx.encap))
-                if not vx.offload:
-                    out.append(costs.Charge.of(costs.VXLAN, vx.sw_segment, unit="frame"))
-            else:
-                out.append(costs.Charge.of(costs.VXLAN, vx.decap, unit="frame"))
-                if not vx.offload:
-                    out.append(costs.Charge.of(costs.VXLAN, vx.sw_rx_checksum, unit="frame"))
+        if uplink:
+            out.extend(vxlan.charges(self.params.vxlan, direction))
         return out
 
     def is_local(self, burst: Burst) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from models import units
+from models import costs, units
 from models.base import Burst, CycleCost, check
 
 
@@ -61,6 +61,24 @@ def inner_mtu_bytes(params: VxlanParams, physical_mtu_bytes: int) -> int:
     if not params.enabled:
         return physical_mtu_bytes
     return min(params.inner_mtu_bytes, physical_mtu_bytes - units.VXLAN_OVERHEAD_BYTES)
+
+
+def charges(params: VxlanParams, direction: str) -> list[costs.Charge]:
+    """A tunnel endpoint's work on ``direction`` 'tx' (encapsulation, per packet handed to the
+    uplink; without offload software segmentation per frame) or 'rx' (decapsulation and,
+    without offload, the inner checksum, per frame), as ``Vtep.tx_cycles`` / ``rx_cycles``
+    price them (``sim.path``); none when the tunnel is off."""
+    if not params.enabled:
+        return []
+    if direction == "tx":
+        out = [costs.Charge.of(costs.VXLAN, params.encap)]
+        if not params.offload:
+            out.append(costs.Charge.of(costs.VXLAN, params.sw_segment, unit="frame"))
+        return out
+    out = [costs.Charge.of(costs.VXLAN, params.decap, unit="frame")]
+    if not params.offload:
+        out.append(costs.Charge.of(costs.VXLAN, params.sw_rx_checksum, unit="frame"))
+    return out
 
 
 class Vtep:

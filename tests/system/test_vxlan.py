@@ -51,3 +51,24 @@ def test_host_and_peer_price_decapsulation_with_one_function(compose):
     want = vs.vtep.rx_cycles(3, 3 * 1448)                 # the 3 tunnelled frames only
     assert vs.vtep.rx_batch_cycles(batch) == want == peer.vtep.rx_batch_cycles(batch)
     assert vs.rx_extra_terms(batch) == {"vxlan": want}
+
+
+@pytest.mark.parametrize("experiment", ["vxlan_tx", "vxlan_rx"])
+def test_the_peer_tunnel_endpoints_work_is_on_its_declared_path(compose, run_one, experiment):
+    """The peer as the far tunnel endpoint decapsulates what it receives and encapsulates what
+    it sends (``Peer._rx_cost``, ``send_down``); the declared path prices the same work
+    (``Peer.driver_charges``), so the fluid engine's peer softirqs carry a VXLAN term near
+    the DES's (the DES: ~100 Mcycles/s a softirq on vxlan_tx; none before the peer declared
+    it)."""
+    from sim import fluid
+
+    cfg = compose([f"experiment={experiment}", "run.warmup_s=0.02", "run.measure_s=0.03"])
+    _, _, tables = run_one(cfg)
+
+    def peer_vxlan(t):
+        t = t[t["context"].str.startswith("peer0.softirq") & (t["term"] == "vxlan")]
+        return t["cycles_per_s"].sum()
+
+    des, fl = peer_vxlan(tables["cost_terms"]), peer_vxlan(fluid.solve(cfg).tables["cost_terms"])
+    assert des > 0
+    assert fl == pytest.approx(des, rel=0.1)
