@@ -1141,17 +1141,7 @@ def _precompute(net: _Net) -> None:
     rd = np.flatnonzero(net.e_recv_app)
     reader[net.e_flow[rd]] = net.cpu.ctx_core[net.cpu.e_ctx[rd]]
     pre["reader_core"] = reader
-    # each flow's visits to the links a round trip (``_link_waits``): (flow, link key, visits)
-    key_of = {key[1]: k for k, key in enumerate(net.keys) if key[0] == "link"}
-    visits = [(i, key_of[name], (name in fl.data_links) + (name in fl.ack_links))
-              for i, fl in enumerate(net.flows) for name in sorted({*fl.data_links,
-                                                                    *fl.ack_links})
-              if name in key_of]
-    pre["link_entry"] = np.isin(net.e_key, list(key_of.values()))
-    pre["link_key_rate"] = np.array([net.link_rate[key[1]] if key[0] == "link" else 1.0
-                                     for key in net.keys])
-    pre["link_visits"] = tuple(np.array(v, dtype=int) for v in zip(*visits)) if visits \
-        else (np.zeros(0, dtype=int),) * 3
+    pre["link_waits"] = _link_wait_index(net)
     # per flow, what ``_coupled_rtt`` and ``_link_waits`` read that the rates do not change:
     # window and piece (bytes), the next piece's wire time on the slowest data link (s), a
     # piece of several segments
@@ -1803,53 +1793,95 @@ def _link_waits(net: _Net, st: State) -> np.ndarray:
     the peer's link; a data burst waits 0.03 us there. Two VMs sending: 18 us a piece at the
     shared handler, the waits above)."""
     n = len(net.flows)
-    out = np.zeros(n)
-    if not len(net.pre["link_visits"][0]):
-        return out
-    on = net.pre["link_entry"] & (st.entry > 0)
+    lw = net.pre["link_waits"]
+    if lw is None:
+        return np.zeros(n)
+    (link, link_of, pair_of, pair_link, n_links, rate, ctx, cell_of, cell_flow, clock,
+     join_pair, join_cell, join_at, vf, vl, vp, vn) = lw
+    on = st.entry[link] > 0
     if not on.any():
-        return out
+        return np.zeros(n)
     Q = st.quantities
     chunk = net.pre["chunk"]
-    idx = np.flatnonzero(on)
-    j, q = net.e_flow[idx], net.e_q[idx]
+    idx = link[on]
+    j, q, lk = net.e_flow[idx], net.e_q[idx], link_of[on]
     # bursts a second: a data burst carries one piece (``chunk`` bytes), an ACK train its ACKs
     with np.errstate(divide="ignore", invalid="ignore"):
         events = np.where(q == D, np.where(chunk[j] > 0, Q[j, G] / np.where(chunk[j] > 0,
                                                                             chunk[j], 1), 0.0),
                           Q[j, T])
-    rate = net.pre["link_key_rate"][net.e_key[idx]]
-    u = np.minimum(st.entry[idx] / rate, 1.0)
+    u = np.minimum(st.entry[idx] / rate[on], 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         res = np.where(events > 0, u * u / (2 * np.where(events > 0, events, 1)), 0.0)
-    # a link whose flows' bursts all pass one core that takes at least the longest burst's
-    # wire time over each of them: they leave it spaced and never meet on the wire
-    kk = net.e_key[idx]
-    with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(events > 0, u / np.where(events > 0, events, 1), 0.0)
-    cpu = net.cpu
-    ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background
-    nc = len(cpu.core_clock)
-    # each cell summed in the entries' order (as ``np.add.at`` would, much faster)
-    per_piece = np.bincount(net.e_flow[ctx] * nc + cpu.ctx_core[cpu.e_ctx[ctx]],
-                            st.entry[ctx] / net.pre["key_clock"][net.e_key[ctx]],
-                            n * nc).reshape(n, nc)
+    # a link whose flows' bursts all pass one core that takes at least the longest burst's
+    # wire time over each of them: they leave it spaced and never meet on the wire. A flow's
+    # time a piece at a core (its cell) summed in the entries' order; a link counts, per core,
+    # the flows there whose cell takes at least that longest burst (where that is 0 so is
+    # every residual at the link, and the test does not matter)
     with np.errstate(divide="ignore", invalid="ignore"):
         bursts = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
-        per_piece = np.where(bursts[:, None] > 0, per_piece
-                             / np.where(bursts > 0, bursts, 1)[:, None], 0.0)
-    for k in np.unique(kk):
-        at = kk == k
-        flows = np.unique(j[at])
-        if len(flows) > 1 and (per_piece[flows] >= tau[at].max()).all(axis=0).any():
-            res[at] = 0.0
-    # per link: every flow's residual there, less the visiting flow's own
-    nk = len(net.keys)
-    at_link = np.bincount(kk, res, nk)
-    own = np.bincount(j * nk + kk, res, n * nk)
-    vf, vk, vn = net.pre["link_visits"]
-    np.add.at(out, vf, vn * (at_link[vk] - own[vf * nk + vk]))
-    return out
+    per_piece = np.bincount(cell_of, st.entry[ctx] / clock, len(cell_flow))
+    b = bursts[cell_flow]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_piece = np.where(b > 0, per_piece / np.where(b > 0, b, 1), 0.0)
+    longest = np.zeros(n_links)
+    np.maximum.at(longest, lk, tau)
+    pair_on = np.bincount(pair_of[on], None, len(pair_link)) > 0
+    flows_at = np.bincount(pair_link[pair_on], None, n_links)
+    spacing = pair_on[join_pair] & (per_piece[join_cell] >= longest[pair_link[join_pair]])
+    spaced_by = np.bincount(join_at, spacing, n_links * len(net.cpu.core_clock))
+    spaced = (flows_at > 1) & (spaced_by.reshape(n_links, -1) == flows_at[:, None]).any(axis=1)
+    res[spaced[lk]] = 0.0
+    # per link: every flow's residual there, less the visiting flow's own (none where the
+    # flow has no entry at the link: the last slot)
+    at_link = np.bincount(lk, res, n_links)
+    own = np.append(np.bincount(pair_of[on], res, len(pair_link)), 0.0)
+    return np.bincount(vf, vn * (at_link[vl] - own[vp]), n)
+
+
+def _link_wait_index(net: _Net) -> tuple | None:
+    """``_link_waits``'s index arrays, which do not depend on the rates (None: no flow visits
+    a link that has entries). The link entries (indices), each one's link (0 .. links-1, in key
+    order) and (link, flow) pair, each pair's link, the links' rates (bytes/s per entry); the
+    flows' own core work (context entries, the background aside: indices, each one's (flow,
+    core) cell, the cells' flows, the entries' clocks); every pair joined with each of its
+    flow's cells (the pair, the cell, the (link, core) it counts at); each flow's visits to
+    the links a round trip (flow, link, its pair or the last slot, visits)."""
+    cpu = net.cpu
+    n, nc = len(net.flows), len(cpu.core_clock)
+    key_of = {key[1]: k for k, key in enumerate(net.keys) if key[0] == "link"}
+    link = np.flatnonzero(np.isin(net.e_key, list(key_of.values())))
+    keys, link_of = np.unique(net.e_key[link], return_inverse=True)
+    pairs, pair_of = np.unique(link_of * n + net.e_flow[link], return_inverse=True)
+    pair_link, pair_flow = pairs // n, pairs % n
+    rate = np.array([net.link_rate[net.keys[k][1]] for k in keys])[link_of]
+    ctx = np.flatnonzero((net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background)
+    cells, cell_of = np.unique(net.e_flow[ctx] * nc + cpu.ctx_core[cpu.e_ctx[ctx]],
+                               return_inverse=True)
+    cell_flow, cell_core = cells // nc, cells % nc
+    clock = net.pre["key_clock"][net.e_key[ctx]]
+    # the cells are in flow order: each pair's flow's cells are one run of them
+    first = np.searchsorted(cell_flow, pair_flow, "left")
+    count = np.searchsorted(cell_flow, pair_flow, "right") - first
+    join_pair = np.repeat(np.arange(len(pairs)), count)
+    join_cell = np.repeat(first, count) + np.arange(count.sum()) \
+        - np.repeat(np.cumsum(count) - count, count)
+    join_at = pair_link[join_pair] * nc + cell_core[join_cell]
+    # the visits to links with entries (one to a link without any adds nothing)
+    at = {int(k): l for l, k in enumerate(keys)}
+    visits = [(i, at[key_of[name]], (name in fl.data_links) + (name in fl.ack_links))
+              for i, fl in enumerate(net.flows) for name in sorted({*fl.data_links,
+                                                                    *fl.ack_links})
+              if name in key_of and key_of[name] in at]
+    if not visits:
+        return None
+    vf, vl, vn = (np.array(v, dtype=int) for v in zip(*visits))
+    vp = np.searchsorted(pairs, vl * n + vf)
+    vp = np.where((vp < len(pairs)) & (pairs[np.minimum(vp, len(pairs) - 1)] == vl * n + vf),
+                  vp, len(pairs))
+    return (link, link_of, pair_of, pair_link, len(keys), rate, ctx, cell_of, cell_flow, clock,
+            join_pair, join_cell, join_at, vf, vl, vp, vn)
 
 
 def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
