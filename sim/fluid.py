@@ -999,9 +999,14 @@ def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple
     table, its flow, whether it is on its section's receiving side. Run ``j`` is the rows
     ``start[j] .. start[j] + length[j] - 1``, each for flow ``flow[j]``."""
     n = np.array(length, dtype=int)
-    before = np.cumsum(n) - n                       # entries ahead of each run
-    row = np.arange(int(n.sum()), dtype=int) + np.repeat(np.array(start, dtype=int) - before, n)
+    row = _ranges(np.array(start, dtype=int), n)
     return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
+
+
+def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``first[j], first[j] + 1, .., first[j] + count[j] - 1`` for each ``j``, concatenated."""
+    before = np.cumsum(count) - count               # elements ahead of each range
+    return np.arange(int(count.sum()), dtype=int) + np.repeat(first - before, count)
 
 
 def _hop_like(net: _Net, hop, s_i: int, side: str, polls: bool, up, vm_rx: bool, hdr: int,
@@ -1857,26 +1862,39 @@ def _link_wait_index(net: _Net) -> tuple | None:
     pair_link, pair_flow = pairs // n, pairs % n
     rate = np.array([net.link_rate[net.keys[k][1]] for k in keys])[link_of]
     ctx = np.flatnonzero((net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background)
-    cells, cell_of = np.unique(net.e_flow[ctx] * nc + cpu.ctx_core[cpu.e_ctx[ctx]],
-                               return_inverse=True)
-    cell_flow, cell_core = cells // nc, cells % nc
+    flow, core = net.e_flow[ctx], cpu.ctx_core[cpu.e_ctx[ctx]]
+    cell_of = _rank(flow * nc + core, flow, core)
+    cell_flow = np.zeros(int(cell_of.max()) + 1 if len(ctx) else 0, dtype=int)
+    cell_core = np.zeros_like(cell_flow)
+    cell_flow[cell_of], cell_core[cell_of] = flow, core
     clock = net.pre["key_clock"][net.e_key[ctx]]
     # the cells are in flow order: each pair's flow's cells are one run of them
     first = np.searchsorted(cell_flow, pair_flow, "left")
     count = np.searchsorted(cell_flow, pair_flow, "right") - first
     join_pair = np.repeat(np.arange(len(pairs)), count)
-    join_cell = np.repeat(first, count) + np.arange(count.sum()) \
-        - np.repeat(np.cumsum(count) - count, count)
+    join_cell = _ranges(first, count)
     join_at = pair_link[join_pair] * nc + cell_core[join_cell]
-    # the visits to links with entries (one to a link without any adds nothing)
+    # the visits to links with entries (one to a link without any adds nothing), the same
+    # for every flow on the same links: made once for each
     at = {int(k): l for l, k in enumerate(keys)}
-    visits = [(i, at[key_of[name]], (name in fl.data_links) + (name in fl.ack_links))
-              for i, fl in enumerate(net.flows) for name in sorted({*fl.data_links,
-                                                                    *fl.ack_links})
-              if name in key_of and key_of[name] in at]
-    if not visits:
+    made: dict = {}   # (data links, ack links) -> (its first visit in ``runs``, how many)
+    runs: list = []   # (link, visits) of each kind of flow, one run a kind
+    first, count = [], []
+    for fl in net.flows:
+        like = (fl.data_links, fl.ack_links)
+        if like not in made:
+            run = [(at[key_of[name]], (name in fl.data_links) + (name in fl.ack_links))
+                   for name in sorted({*fl.data_links, *fl.ack_links})
+                   if name in key_of and key_of[name] in at]
+            made[like] = (len(runs), len(run))
+            runs.extend(run)
+        first.append(made[like][0])
+        count.append(made[like][1])
+    if not runs:
         return None
-    vf, vl, vn = (np.array(v, dtype=int) for v in zip(*visits))
+    count = np.array(count, dtype=int)
+    vf = np.repeat(np.arange(n), count)
+    vl, vn = np.array(runs, dtype=int)[_ranges(np.array(first, dtype=int), count)].T
     vp = np.searchsorted(pairs, vl * n + vf)
     vp = np.where((vp < len(pairs)) & (pairs[np.minimum(vp, len(pairs) - 1)] == vl * n + vf),
                   vp, len(pairs))
