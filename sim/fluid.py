@@ -1936,12 +1936,22 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     nc = len(net.cpu.core_clock)
     n = len(net.flows)
     at_core = np.bincount(g_core, res, nc)           # every class at a core
-    cell = g_flow[g_loop] * nc + g_core[g_loop]      # (flow, core) of each loop class
-    own = np.bincount(cell, res[g_loop], n * nc).reshape(n, nc)   # the flow's own loop's
-    visits = np.bincount(cell, None, n * nc).reshape(n, nc).astype(float)
-    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
+    # the (flow, core) cells of the loop classes, numbered in order: per cell the flow's own
+    # loop's residuals and its visits
+    flow, core = g_flow[g_loop], g_core[g_loop]
+    c = _rank(flow * nc + core, flow, core)
+    m_c = int(c.max()) + 1 if len(c) else 0
+    own = np.bincount(c, res[g_loop], m_c)
+    visits = np.bincount(c, None, m_c).astype(float)
+    c_flow, c_core = np.zeros(m_c, dtype=int), np.zeros(m_c, dtype=int)
+    c_flow[c], c_core[c] = flow, core
+    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too;
+    # each flow's cells summed as a row of a flows x cores table (zero where no visit: one
+    # table, not one a term)
     others = net.pre["others"]
-    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+    table = np.zeros((n, nc))
+    table[c_flow, c_core] = visits * (at_core[c_core] - own * (1 - others[c_flow]))
+    return table.sum(axis=1)
 
 
 def _task_classes(net: _Net) -> tuple:
