@@ -174,7 +174,7 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
 
     while not frozen.all():
         rounds += 1
-        active = inc[:, ~frozen].any(axis=1)
+        active = inc @ ~frozen   # crosses an unfrozen flow (a boolean product: no copy)
         if not active.any():
             raise ValueError("unbounded flows: some flow crosses no constraint")
 
@@ -218,10 +218,10 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
         if not len(full):  # numerical corner: freeze on the fullest constraint
             full = np.array([int(np.argmax(ratio))])
         for c in full[np.argsort(-ratio[full])]:
-            for i in np.flatnonzero(inc[c] & ~frozen):
-                frozen[i] = True
-                rates[i] = level
-                binding[int(i)] = names[c]
+            now = np.flatnonzero(inc[c] & ~frozen)
+            frozen[now] = True
+            rates[now] = level
+            binding.update(dict.fromkeys(now.tolist(), names[c]))
     ld = loads(rates)
     return Filling(list(rates), binding, {c: float(v) for c, v in zip(names, ld)}, rounds,
                    evals)
