@@ -1113,27 +1113,33 @@ def _precompute(net: _Net) -> None:
                           np.flatnonzero(at_d), net.e_flow[at_d], np.flatnonzero(at_a),
                           net.e_flow[at_a])
     # the round trip's fixed delays per flow (``_rtt0``): propagation, one burst and one ACK
-    # serialised on every link, in the order ``_rtt0`` adds them
+    # serialised on every link, in the order ``_rtt0`` adds them; and the next piece's wire
+    # time on the slowest data link (``_coupled_rtt``)
     co = net.coalescing
-    fixed, no_data_timer = np.zeros(len(net.flows)), np.zeros(len(net.flows), dtype=bool)
+    fixed, no_data_timer, piece_wire = [], [], []
     made: dict = {}   # the same links and numbers give the same delays: computed once each
-    for i, fl in enumerate(net.flows):
+    for fl in net.flows:
         frames = math.ceil(fl.chunk / fl.mss)
         like = (fl.data_links, fl.ack_links, frames, fl.frame_wire, fl.ack_wire)
         if like not in made:
             made[like] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
                           + sum(frames * fl.frame_wire / net.link_rate[k]
                                 for k in fl.data_links)
-                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
-        fixed[i] = made[like]
-        no_data_timer[i] = frames >= co.max_frames
-    pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
+                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links),
+                          max((frames * fl.frame_wire / net.link_rate[k]
+                               for k in fl.data_links), default=0.0))
+        fixed.append(made[like][0])
+        piece_wire.append(made[like][1])
+        no_data_timer.append(frames >= co.max_frames)
+    pre["rtt_fixed"] = np.array(fixed, dtype=float)
+    pre["no_data_timer"] = np.array(no_data_timer, dtype=bool)
     # each key's clock: its context's core's (the same ``clock_hz`` as ``net.core_clock``'s)
     pre["key_clock"] = np.where(cpu.key_ctx >= 0, cpu.core_clock[cpu.ctx_core[
         np.maximum(cpu.key_ctx, 0)]], 1.0) if len(cpu.ctx_core) else np.ones(len(net.keys))
-    chunk = np.array([fl.chunk for fl in net.flows])
+    # per flow, window and piece (bytes), which the rates do not change
+    pre["window"] = window = np.array([fl.window for fl in net.flows], dtype=float)
+    pre["chunk"] = chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
     seg = np.array([fl.seg for fl in net.flows])
-    window = np.array([fl.window for fl in net.flows], dtype=float)
     bytes_q = np.isin(net.e_q, (G, *_LINEAR))
     pre["burst_scale"] = np.where((net.e_section == 0) & bytes_q, (chunk / seg)[net.e_flow],
                                   1.0)
@@ -1147,14 +1153,9 @@ def _precompute(net: _Net) -> None:
     reader[net.e_flow[rd]] = net.cpu.ctx_core[net.cpu.e_ctx[rd]]
     pre["reader_core"] = reader
     pre["link_waits"] = _link_wait_index(net)
-    # per flow, what ``_coupled_rtt`` and ``_link_waits`` read that the rates do not change:
-    # window and piece (bytes), the next piece's wire time on the slowest data link (s), a
-    # piece of several segments
-    pre["window"] = np.array([fl.window for fl in net.flows], dtype=float)
-    pre["chunk"] = np.array([fl.chunk for fl in net.flows], dtype=float)
-    pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
-                                         / net.link_rate[k] for k in fl.data_links),
-                                        default=0.0) for fl in net.flows])
+    # per flow, what ``_coupled_rtt`` reads that the rates do not change: the next piece's
+    # wire time on the slowest data link (s, above), a piece of several segments
+    pre["piece_wire_s"] = np.array(piece_wire, dtype=float)
     pre["several"] = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
     pre["update_loop"] = (net.e_section == 1) & (net.read_acks[net.e_flow] > 0) \
         & ~pre["refill"] & ~held[net.e_flow]
@@ -2133,8 +2134,7 @@ def _merged_reads(net: _Net, st: State, rtt: np.ndarray, prob, m: int) -> np.nda
     read_piece = np.bincount(flow, piece_s, n)
     sat = np.zeros(n, dtype=bool)
     sat[flow] = util[prob.rows[net.e_key[rd]]] >= SATURATED
-    window = np.array([fl.window for fl in net.flows], dtype=float)
-    chunk = np.array([fl.chunk for fl in net.flows])
+    window, chunk = net.pre["window"], net.pre["chunk"]
     g = Q[:, G]
     x = (window - g * np.maximum(rtt - read_piece, 0.0)) / (f + 0.5)
     return np.where(sat & (g > 0) & (x > chunk), np.minimum(x, window), 0.0)
@@ -2174,7 +2174,7 @@ def _solve_net(net: _Net, iterations: int = 8, remember: bool = True):
     def loads(rates):
         return evaluate(rates)[1]
 
-    window = np.array([fl.window for fl in net.flows], dtype=float)
+    window = net.pre["window"]
     rtt = np.full(n, 1e-4)
     fill = st = None
     evals = 0
