@@ -822,12 +822,45 @@ def _compile(net: _Net) -> None:
             tab.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll, vector,
                         up))
 
+    made_rows: dict = {}   # what made some plain entries -> (their first row in ``tab``, count)
+
+    def add_run(i, made, entries, section=-1):
+        """``add`` of each (key, quantity, coefficient) of ``entries()`` for flow ``i``: their
+        rows made once for each ``made`` (what they depend on), then one run of them a flow."""
+        hit = made_rows.get(made)
+        if hit is None:
+            start = len(tab)
+            tab.extend((keys.setdefault(key, len(keys)), q, coef, section, False, False, False,
+                        None) for key, q, coef in entries() if coef)
+            hit = made_rows[made] = (start, len(tab) - start)
+        if hit[1]:
+            r_start.append(hit[0])
+            r_len.append(hit[1])
+            r_flow.append(i)
+            r_recv.append(side == "recv")
+
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
         p.max_read_request_bytes, p.descriptor_bytes
 
     def tlp(n_bytes: float) -> float:
         return n_bytes + math.ceil(n_bytes / mps) * ovh
+
+    def pcie(ch: str, section: str, side: str, fl: _Flow) -> list:
+        """A PCIe direction's entries (key, quantity, bytes per unit) for a flow's section."""
+        up = ch.endswith(".up")
+        if section == "data" and side == "recv":  # RX frames + write-backs up
+            return [(("pcie", ch), D,
+                     tlp(fl.frame_wire - units.ETH_FRAMING_BYTES + 4) + desc + ovh)]
+        if section == "data":                     # TSO segments fetched, doorbells
+            seg_l2 = fl.seg + fl.hdr + 14
+            return [(("pcie", ch), S, tlp(seg_l2) + desc + ovh + p.doorbell_bytes + ovh),
+                    (("pcie", ch.replace(".down", ".up") if not up else ch), S,
+                     math.ceil(seg_l2 / mrr) * ovh)]
+        if side == "send":                        # ACKs sent: fetched, doorbell
+            return [(("pcie", ch), A, tlp(fl.hdr + 14) + desc + ovh),
+                    (("pcie", ch), T, p.doorbell_bytes + ovh)]
+        return [(("pcie", ch), A, tlp(fl.hdr + 14) + desc + ovh)]   # ACK frames received
 
     for i, fl in enumerate(net.flows):
         # a VM takes the data in (the host under test's, or a partner VM): its stack sees
@@ -895,8 +928,11 @@ def _compile(net: _Net) -> None:
                             numa = [((hop.name, key[1]), q, coef) for key, q, coef in was[0]]
                     if numa is None:
                         numa = _numa_entries(net, fl, hop, section, side, vm_rx)
-                    for key, q, coef in numa:
-                        add(key, i, q, coef, s_i)
+                    if hit is not None and hit[1] is not None:   # the hop's, kept
+                        add_run(i, ("numa", at), lambda: numa, s_i)
+                    else:
+                        for key, q, coef in numa:
+                            add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
                         if was is None:
@@ -918,29 +954,15 @@ def _compile(net: _Net) -> None:
                         r_flow.append(i)
                         r_recv.append(side == "recv")
                 elif hop.kind == PCIE:
-                    ch = hop.name
-                    up = ch.endswith(".up")
-                    if section == "data" and side == "recv":  # RX frames + write-backs up
-                        add(("pcie", ch), i, D,
-                            tlp(fl.frame_wire - units.ETH_FRAMING_BYTES + 4) + desc + ovh)
-                    elif section == "data":                # TSO segments fetched, doorbells
-                        seg_l2 = fl.seg + fl.hdr + 14
-                        add(("pcie", ch), i, S, tlp(seg_l2) + desc + ovh + p.doorbell_bytes + ovh)
-                        add(("pcie", ch.replace(".down", ".up") if not up else ch), i, S,
-                            math.ceil(seg_l2 / mrr) * ovh)
-                    elif side == "send":                   # ACKs sent: fetched, doorbell
-                        add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
-                        add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
-                    else:                                  # ACK frames received
-                        add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
+                    add_run(i, ("pcie", hop.name, section, side, fl.frame_wire, fl.seg, fl.hdr),
+                            lambda: pcie(hop.name, section, side, fl))
             if replayable:
                 sections[same] = ((r_start[mark:], r_len[mark:], r_recv[mark:]),
                                   [(name, first) for name, _, first in net.tasks[t_mark:]],
                                   side, handler)
-        for link in fl.data_links:
-            add(("link", link), i, D, fl.frame_wire)
-        for link in fl.ack_links:
-            add(("link", link), i, A, fl.ack_wire)
+        add_run(i, ("link", fl.data_links, fl.ack_links, fl.frame_wire, fl.ack_wire),
+                lambda: [*((("link", k), D, fl.frame_wire) for k in fl.data_links),
+                         *((("link", k), A, fl.ack_wire) for k in fl.ack_links)])
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
