@@ -176,7 +176,7 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
 
     while not frozen.all():
         rounds += 1
-        active = inc[:, ~frozen].any(axis=1)
+        active = inc @ ~frozen   # crosses an unfrozen flow (a boolean product: no copy)
         if not active.any():
             raise ValueError("unbounded flows: some flow crosses no constraint")
 
@@ -220,10 +220,10 @@ def fill_arrays(n: int, loads, cap: np.ndarray, inc: np.ndarray, names: list[str
         if not len(full):  # numerical corner: freeze on the fullest constraint
             full = np.array([int(np.argmax(ratio))])
         for c in full[np.argsort(-ratio[full])]:
-            for i in np.flatnonzero(inc[c] & ~frozen):
-                frozen[i] = True
-                rates[i] = level
-                binding[int(i)] = names[c]
+            now = np.flatnonzero(inc[c] & ~frozen)
+            frozen[now] = True
+            rates[now] = level
+            binding.update(dict.fromkeys(now.tolist(), names[c]))
     ld = loads(rates)
     return Filling(list(rates), binding, {c: float(v) for c, v in zip(names, ld)}, rounds,
                    evals)
@@ -843,12 +843,45 @@ def _compile(net: _Net) -> None:
             tab.append((keys.setdefault(key, len(keys)), q, coef, section, halt, poll, vector,
                         up))
 
+    made_rows: dict = {}   # what made some plain entries -> (their first row in ``tab``, count)
+
+    def add_run(i, made, entries, section=-1):
+        """``add`` of each (key, quantity, coefficient) of ``entries()`` for flow ``i``: their
+        rows made once for each ``made`` (what they depend on), then one run of them a flow."""
+        hit = made_rows.get(made)
+        if hit is None:
+            start = len(tab)
+            tab.extend((keys.setdefault(key, len(keys)), q, coef, section, False, False, False,
+                        None) for key, q, coef in entries() if coef)
+            hit = made_rows[made] = (start, len(tab) - start)
+        if hit[1]:
+            r_start.append(hit[0])
+            r_len.append(hit[1])
+            r_flow.append(i)
+            r_recv.append(side == "recv")
+
     p = net.cfg.pcie
     ovh, mps, mrr, desc = p.tlp_overhead_bytes, p.max_payload_bytes, \
         p.max_read_request_bytes, p.descriptor_bytes
 
     def tlp(n_bytes: float) -> float:
         return n_bytes + math.ceil(n_bytes / mps) * ovh
+
+    def pcie(ch: str, section: str, side: str, fl: _Flow) -> list:
+        """A PCIe direction's entries (key, quantity, bytes per unit) for a flow's section."""
+        up = ch.endswith(".up")
+        if section == "data" and side == "recv":  # RX frames + write-backs up
+            return [(("pcie", ch), D,
+                     tlp(fl.frame_wire - units.ETH_FRAMING_BYTES + 4) + desc + ovh)]
+        if section == "data":                     # TSO segments fetched, doorbells
+            seg_l2 = fl.seg + fl.hdr + 14
+            return [(("pcie", ch), S, tlp(seg_l2) + desc + ovh + p.doorbell_bytes + ovh),
+                    (("pcie", ch.replace(".down", ".up") if not up else ch), S,
+                     math.ceil(seg_l2 / mrr) * ovh)]
+        if side == "send":                        # ACKs sent: fetched, doorbell
+            return [(("pcie", ch), A, tlp(fl.hdr + 14) + desc + ovh),
+                    (("pcie", ch), T, p.doorbell_bytes + ovh)]
+        return [(("pcie", ch), A, tlp(fl.hdr + 14) + desc + ovh)]   # ACK frames received
 
     for i, fl in enumerate(net.flows):
         # a VM takes the data in (the host under test's, or a partner VM): its stack sees
@@ -916,8 +949,11 @@ def _compile(net: _Net) -> None:
                             numa = [((hop.name, key[1]), q, coef) for key, q, coef in was[0]]
                     if numa is None:
                         numa = _numa_entries(net, fl, hop, section, side, vm_rx)
-                    for key, q, coef in numa:
-                        add(key, i, q, coef, s_i)
+                    if hit is not None and hit[1] is not None:   # the hop's, kept
+                        add_run(i, ("numa", at), lambda: numa, s_i)
+                    else:
+                        for key, q, coef in numa:
+                            add(key, i, q, coef, s_i)
                     if hit is None:
                         per_flow = costs.APP_RECV in {c.term for c in hop.charges}
                         if was is None:
@@ -939,29 +975,15 @@ def _compile(net: _Net) -> None:
                         r_flow.append(i)
                         r_recv.append(side == "recv")
                 elif hop.kind == PCIE:
-                    ch = hop.name
-                    up = ch.endswith(".up")
-                    if section == "data" and side == "recv":  # RX frames + write-backs up
-                        add(("pcie", ch), i, D,
-                            tlp(fl.frame_wire - units.ETH_FRAMING_BYTES + 4) + desc + ovh)
-                    elif section == "data":                # TSO segments fetched, doorbells
-                        seg_l2 = fl.seg + fl.hdr + 14
-                        add(("pcie", ch), i, S, tlp(seg_l2) + desc + ovh + p.doorbell_bytes + ovh)
-                        add(("pcie", ch.replace(".down", ".up") if not up else ch), i, S,
-                            math.ceil(seg_l2 / mrr) * ovh)
-                    elif side == "send":                   # ACKs sent: fetched, doorbell
-                        add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
-                        add(("pcie", ch), i, T, p.doorbell_bytes + ovh)
-                    else:                                  # ACK frames received
-                        add(("pcie", ch), i, A, tlp(fl.hdr + 14) + desc + ovh)
+                    add_run(i, ("pcie", hop.name, section, side, fl.frame_wire, fl.seg, fl.hdr),
+                            lambda: pcie(hop.name, section, side, fl))
             if replayable:
                 sections[same] = ((r_start[mark:], r_len[mark:], r_recv[mark:]),
                                   [(name, first) for name, _, first in net.tasks[t_mark:]],
                                   side, handler)
-        for link in fl.data_links:
-            add(("link", link), i, D, fl.frame_wire)
-        for link in fl.ack_links:
-            add(("link", link), i, A, fl.ack_wire)
+        add_run(i, ("link", fl.data_links, fl.ack_links, fl.frame_wire, fl.ack_wire),
+                lambda: [*((("link", k), D, fl.frame_wire) for k in fl.data_links),
+                         *((("link", k), A, fl.ack_wire) for k in fl.ack_links)])
     for ctx in sorted({k[0] for k in keys if k[0] in net.ctx_core}):
         keys.setdefault((ctx, costs.WORLD_SWITCH), len(keys))
     net.keys = list(keys)
@@ -1020,9 +1042,14 @@ def _runs_to_entries(start: list, length: list, flow: list, recv: list) -> tuple
     table, its flow, whether it is on its section's receiving side. Run ``j`` is the rows
     ``start[j] .. start[j] + length[j] - 1``, each for flow ``flow[j]``."""
     n = np.array(length, dtype=int)
-    before = np.cumsum(n) - n                       # entries ahead of each run
-    row = np.arange(int(n.sum()), dtype=int) + np.repeat(np.array(start, dtype=int) - before, n)
+    row = _ranges(np.array(start, dtype=int), n)
     return row, np.repeat(np.array(flow, dtype=int), n), np.repeat(np.array(recv, dtype=bool), n)
+
+
+def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``first[j], first[j] + 1, .., first[j] + count[j] - 1`` for each ``j``, concatenated."""
+    before = np.cumsum(count) - count               # elements ahead of each range
+    return np.arange(int(count.sum()), dtype=int) + np.repeat(first - before, count)
 
 
 def _hop_like(net: _Net, hop, s_i: int, side: str, polls: bool, up, vm_rx: bool, hdr: int,
@@ -1129,27 +1156,33 @@ def _precompute(net: _Net) -> None:
                           np.flatnonzero(at_d), net.e_flow[at_d], np.flatnonzero(at_a),
                           net.e_flow[at_a])
     # the round trip's fixed delays per flow (``_rtt0``): propagation, one burst and one ACK
-    # serialised on every link, in the order ``_rtt0`` adds them
+    # serialised on every link, in the order ``_rtt0`` adds them; and the next piece's wire
+    # time on the slowest data link (``_coupled_rtt``)
     co = net.coalescing
-    fixed, no_data_timer = np.zeros(len(net.flows)), np.zeros(len(net.flows), dtype=bool)
+    fixed, no_data_timer, piece_wire = [], [], []
     made: dict = {}   # the same links and numbers give the same delays: computed once each
-    for i, fl in enumerate(net.flows):
+    for fl in net.flows:
         frames = math.ceil(fl.chunk / fl.mss)
         like = (fl.data_links, fl.ack_links, frames, fl.frame_wire, fl.ack_wire)
         if like not in made:
             made[like] = (sum(net.link_prop_s[k] for k in (*fl.data_links, *fl.ack_links))
                           + sum(frames * fl.frame_wire / net.link_rate[k]
                                 for k in fl.data_links)
-                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links))
-        fixed[i] = made[like]
-        no_data_timer[i] = frames >= co.max_frames
-    pre["rtt_fixed"], pre["no_data_timer"] = fixed, no_data_timer
+                          + sum(fl.ack_wire / net.link_rate[k] for k in fl.ack_links),
+                          max((frames * fl.frame_wire / net.link_rate[k]
+                               for k in fl.data_links), default=0.0))
+        fixed.append(made[like][0])
+        piece_wire.append(made[like][1])
+        no_data_timer.append(frames >= co.max_frames)
+    pre["rtt_fixed"] = np.array(fixed, dtype=float)
+    pre["no_data_timer"] = np.array(no_data_timer, dtype=bool)
     # each key's clock: its context's core's (the same ``clock_hz`` as ``net.core_clock``'s)
     pre["key_clock"] = np.where(cpu.key_ctx >= 0, cpu.core_clock[cpu.ctx_core[
         np.maximum(cpu.key_ctx, 0)]], 1.0) if len(cpu.ctx_core) else np.ones(len(net.keys))
-    chunk = np.array([fl.chunk for fl in net.flows])
+    # per flow, window and piece (bytes), which the rates do not change
+    pre["window"] = window = np.array([fl.window for fl in net.flows], dtype=float)
+    pre["chunk"] = chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
     seg = np.array([fl.seg for fl in net.flows])
-    window = np.array([fl.window for fl in net.flows], dtype=float)
     bytes_q = np.isin(net.e_q, (G, *_LINEAR))
     pre["burst_scale"] = np.where((net.e_section == 0) & bytes_q, (chunk / seg)[net.e_flow],
                                   1.0)
@@ -1162,25 +1195,10 @@ def _precompute(net: _Net) -> None:
     rd = np.flatnonzero(net.e_recv_app)
     reader[net.e_flow[rd]] = net.cpu.ctx_core[net.cpu.e_ctx[rd]]
     pre["reader_core"] = reader
-    # each flow's visits to the links a round trip (``_link_waits``): (flow, link key, visits)
-    key_of = {key[1]: k for k, key in enumerate(net.keys) if key[0] == "link"}
-    visits = [(i, key_of[name], (name in fl.data_links) + (name in fl.ack_links))
-              for i, fl in enumerate(net.flows) for name in sorted({*fl.data_links,
-                                                                    *fl.ack_links})
-              if name in key_of]
-    pre["link_entry"] = np.isin(net.e_key, list(key_of.values()))
-    pre["link_key_rate"] = np.array([net.link_rate[key[1]] if key[0] == "link" else 1.0
-                                     for key in net.keys])
-    pre["link_visits"] = tuple(np.array(v, dtype=int) for v in zip(*visits)) if visits \
-        else (np.zeros(0, dtype=int),) * 3
-    # per flow, what ``_coupled_rtt`` and ``_link_waits`` read that the rates do not change:
-    # window and piece (bytes), the next piece's wire time on the slowest data link (s), a
-    # piece of several segments
-    pre["window"] = np.array([fl.window for fl in net.flows], dtype=float)
-    pre["chunk"] = np.array([fl.chunk for fl in net.flows], dtype=float)
-    pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
-                                         / net.link_rate[k] for k in fl.data_links),
-                                        default=0.0) for fl in net.flows])
+    pre["link_waits"] = _link_wait_index(net)
+    # per flow, what ``_coupled_rtt`` reads that the rates do not change: the next piece's
+    # wire time on the slowest data link (s, above), a piece of several segments
+    pre["piece_wire_s"] = np.array(piece_wire, dtype=float)
     pre["several"] = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
     pre["update_loop"] = (net.e_section == 1) & (net.read_acks[net.e_flow] > 0) \
         & ~pre["refill"] & ~held[net.e_flow]
@@ -1824,53 +1842,108 @@ def _link_waits(net: _Net, st: State) -> np.ndarray:
     the peer's link; a data burst waits 0.03 us there. Two VMs sending: 18 us a piece at the
     shared handler, the waits above)."""
     n = len(net.flows)
-    out = np.zeros(n)
-    if not len(net.pre["link_visits"][0]):
-        return out
-    on = net.pre["link_entry"] & (st.entry > 0)
+    lw = net.pre["link_waits"]
+    if lw is None:
+        return np.zeros(n)
+    (link, link_of, pair_of, pair_link, n_links, rate, ctx, cell_of, cell_flow, clock,
+     join_pair, join_cell, join_at, vf, vl, vp, vn) = lw
+    on = st.entry[link] > 0
     if not on.any():
-        return out
+        return np.zeros(n)
     Q = st.quantities
     chunk = net.pre["chunk"]
-    idx = np.flatnonzero(on)
-    j, q = net.e_flow[idx], net.e_q[idx]
+    idx = link[on]
+    j, q, lk = net.e_flow[idx], net.e_q[idx], link_of[on]
     # bursts a second: a data burst carries one piece (``chunk`` bytes), an ACK train its ACKs
     with np.errstate(divide="ignore", invalid="ignore"):
         events = np.where(q == D, np.where(chunk[j] > 0, Q[j, G] / np.where(chunk[j] > 0,
                                                                             chunk[j], 1), 0.0),
                           Q[j, T])
-    rate = net.pre["link_key_rate"][net.e_key[idx]]
-    u = np.minimum(st.entry[idx] / rate, 1.0)
+    u = np.minimum(st.entry[idx] / rate[on], 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         res = np.where(events > 0, u * u / (2 * np.where(events > 0, events, 1)), 0.0)
-    # a link whose flows' bursts all pass one core that takes at least the longest burst's
-    # wire time over each of them: they leave it spaced and never meet on the wire
-    kk = net.e_key[idx]
-    with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(events > 0, u / np.where(events > 0, events, 1), 0.0)
-    cpu = net.cpu
-    ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background
-    nc = len(cpu.core_clock)
-    # each cell summed in the entries' order (as ``np.add.at`` would, much faster)
-    per_piece = np.bincount(net.e_flow[ctx] * nc + cpu.ctx_core[cpu.e_ctx[ctx]],
-                            st.entry[ctx] / net.pre["key_clock"][net.e_key[ctx]],
-                            n * nc).reshape(n, nc)
+    # a link whose flows' bursts all pass one core that takes at least the longest burst's
+    # wire time over each of them: they leave it spaced and never meet on the wire. A flow's
+    # time a piece at a core (its cell) summed in the entries' order; a link counts, per core,
+    # the flows there whose cell takes at least that longest burst (where that is 0 so is
+    # every residual at the link, and the test does not matter)
     with np.errstate(divide="ignore", invalid="ignore"):
         bursts = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
-        per_piece = np.where(bursts[:, None] > 0, per_piece
-                             / np.where(bursts > 0, bursts, 1)[:, None], 0.0)
-    for k in np.unique(kk):
-        at = kk == k
-        flows = np.unique(j[at])
-        if len(flows) > 1 and (per_piece[flows] >= tau[at].max()).all(axis=0).any():
-            res[at] = 0.0
-    # per link: every flow's residual there, less the visiting flow's own
-    nk = len(net.keys)
-    at_link = np.bincount(kk, res, nk)
-    own = np.bincount(j * nk + kk, res, n * nk)
-    vf, vk, vn = net.pre["link_visits"]
-    np.add.at(out, vf, vn * (at_link[vk] - own[vf * nk + vk]))
-    return out
+    per_piece = np.bincount(cell_of, st.entry[ctx] / clock, len(cell_flow))
+    b = bursts[cell_flow]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_piece = np.where(b > 0, per_piece / np.where(b > 0, b, 1), 0.0)
+    longest = np.zeros(n_links)
+    np.maximum.at(longest, lk, tau)
+    pair_on = np.bincount(pair_of[on], None, len(pair_link)) > 0
+    flows_at = np.bincount(pair_link[pair_on], None, n_links)
+    spacing = pair_on[join_pair] & (per_piece[join_cell] >= longest[pair_link[join_pair]])
+    spaced_by = np.bincount(join_at, spacing, n_links * len(net.cpu.core_clock))
+    spaced = (flows_at > 1) & (spaced_by.reshape(n_links, -1) == flows_at[:, None]).any(axis=1)
+    res[spaced[lk]] = 0.0
+    # per link: every flow's residual there, less the visiting flow's own (none where the
+    # flow has no entry at the link: the last slot)
+    at_link = np.bincount(lk, res, n_links)
+    own = np.append(np.bincount(pair_of[on], res, len(pair_link)), 0.0)
+    return np.bincount(vf, vn * (at_link[vl] - own[vp]), n)
+
+
+def _link_wait_index(net: _Net) -> tuple | None:
+    """``_link_waits``'s index arrays, which do not depend on the rates (None: no flow visits
+    a link that has entries). The link entries (indices), each one's link (0 .. links-1, in key
+    order) and (link, flow) pair, each pair's link, the links' rates (bytes/s per entry); the
+    flows' own core work (context entries, the background aside: indices, each one's (flow,
+    core) cell, the cells' flows, the entries' clocks); every pair joined with each of its
+    flow's cells (the pair, the cell, the (link, core) it counts at); each flow's visits to
+    the links a round trip (flow, link, its pair or the last slot, visits)."""
+    cpu = net.cpu
+    n, nc = len(net.flows), len(cpu.core_clock)
+    key_of = {key[1]: k for k, key in enumerate(net.keys) if key[0] == "link"}
+    link = np.flatnonzero(np.isin(net.e_key, list(key_of.values())))
+    keys, link_of = np.unique(net.e_key[link], return_inverse=True)
+    pairs, pair_of = np.unique(link_of * n + net.e_flow[link], return_inverse=True)
+    pair_link, pair_flow = pairs // n, pairs % n
+    rate = np.array([net.link_rate[net.keys[k][1]] for k in keys])[link_of]
+    ctx = np.flatnonzero((net.e_section >= 0) & (cpu.e_ctx >= 0) & ~net.e_background)
+    flow, core = net.e_flow[ctx], cpu.ctx_core[cpu.e_ctx[ctx]]
+    cell_of = _rank(flow * nc + core, flow, core)
+    cell_flow = np.zeros(int(cell_of.max()) + 1 if len(ctx) else 0, dtype=int)
+    cell_core = np.zeros_like(cell_flow)
+    cell_flow[cell_of], cell_core[cell_of] = flow, core
+    clock = net.pre["key_clock"][net.e_key[ctx]]
+    # the cells are in flow order: each pair's flow's cells are one run of them
+    first = np.searchsorted(cell_flow, pair_flow, "left")
+    count = np.searchsorted(cell_flow, pair_flow, "right") - first
+    join_pair = np.repeat(np.arange(len(pairs)), count)
+    join_cell = _ranges(first, count)
+    join_at = pair_link[join_pair] * nc + cell_core[join_cell]
+    # the visits to links with entries (one to a link without any adds nothing), the same
+    # for every flow on the same links: made once for each
+    at = {int(k): l for l, k in enumerate(keys)}
+    made: dict = {}   # (data links, ack links) -> (its first visit in ``runs``, how many)
+    runs: list = []   # (link, visits) of each kind of flow, one run a kind
+    first, count = [], []
+    for fl in net.flows:
+        like = (fl.data_links, fl.ack_links)
+        if like not in made:
+            run = [(at[key_of[name]], (name in fl.data_links) + (name in fl.ack_links))
+                   for name in sorted({*fl.data_links, *fl.ack_links})
+                   if name in key_of and key_of[name] in at]
+            made[like] = (len(runs), len(run))
+            runs.extend(run)
+        first.append(made[like][0])
+        count.append(made[like][1])
+    if not runs:
+        return None
+    count = np.array(count, dtype=int)
+    vf = np.repeat(np.arange(n), count)
+    vl, vn = np.array(runs, dtype=int)[_ranges(np.array(first, dtype=int), count)].T
+    vp = np.searchsorted(pairs, vl * n + vf)
+    vp = np.where((vp < len(pairs)) & (pairs[np.minimum(vp, len(pairs) - 1)] == vl * n + vf),
+                  vp, len(pairs))
+    return (link, link_of, pair_of, pair_link, len(keys), rate, ctx, cell_of, cell_flow, clock,
+            join_pair, join_cell, join_at, vf, vl, vp, vn)
 
 
 def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
@@ -1907,12 +1980,22 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     nc = len(net.cpu.core_clock)
     n = len(net.flows)
     at_core = np.bincount(g_core, res, nc)           # every class at a core
-    cell = g_flow[g_loop] * nc + g_core[g_loop]      # (flow, core) of each loop class
-    own = np.bincount(cell, res[g_loop], n * nc).reshape(n, nc)   # the flow's own loop's
-    visits = np.bincount(cell, None, n * nc).reshape(n, nc).astype(float)
-    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too
+    # the (flow, core) cells of the loop classes, numbered in order: per cell the flow's own
+    # loop's residuals and its visits
+    flow, core = g_flow[g_loop], g_core[g_loop]
+    c = _rank(flow * nc + core, flow, core)
+    m_c = int(c.max()) + 1 if len(c) else 0
+    own = np.bincount(c, res[g_loop], m_c)
+    visits = np.bincount(c, None, m_c).astype(float)
+    c_flow, c_core = np.zeros(m_c, dtype=int), np.zeros(m_c, dtype=int)
+    c_flow[c], c_core[c] = flow, core
+    # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too;
+    # each flow's cells summed as a row of a flows x cores table (zero where no visit: one
+    # table, not one a term)
     others = net.pre["others"]
-    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+    table = np.zeros((n, nc))
+    table[c_flow, c_core] = visits * (at_core[c_core] - own * (1 - others[c_flow]))
+    return table.sum(axis=1)
 
 
 def _task_classes(net: _Net) -> tuple:
@@ -2094,8 +2177,7 @@ def _merged_reads(net: _Net, st: State, rtt: np.ndarray, prob, m: int) -> np.nda
     read_piece = np.bincount(flow, piece_s, n)
     sat = np.zeros(n, dtype=bool)
     sat[flow] = util[prob.rows[net.e_key[rd]]] >= SATURATED
-    window = np.array([fl.window for fl in net.flows], dtype=float)
-    chunk = np.array([fl.chunk for fl in net.flows])
+    window, chunk = net.pre["window"], net.pre["chunk"]
     g = Q[:, G]
     x = (window - g * np.maximum(rtt - read_piece, 0.0)) / (f + 0.5)
     return np.where(sat & (g > 0) & (x > chunk), np.minimum(x, window), 0.0)
@@ -2135,7 +2217,7 @@ def _solve_net(net: _Net, iterations: int = 8, remember: bool = True):
     def loads(rates):
         return evaluate(rates)[1]
 
-    window = np.array([fl.window for fl in net.flows], dtype=float)
+    window = net.pre["window"]
     rtt = np.full(n, 1e-4)
     fill = st = None
     evals = 0
