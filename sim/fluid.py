@@ -1188,6 +1188,10 @@ def _precompute(net: _Net) -> None:
                                   1.0)
     pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
     pre["others"] = 1 - chunk / window
+    # a piece's time on its slowest data link (``_residual_waits``: its pieces' spacing)
+    pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
+                                         / net.link_rate[k] for k in fl.data_links),
+                                        default=0.0) for fl in net.flows])
     pre["classes"] = _task_classes(net)
     held = np.array([fl.chunk >= fl.window and fl.seg_max < fl.window < fl.seg_max + fl.mss
                      for fl in net.flows], dtype=bool)
@@ -1992,10 +1996,62 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     # the flow's own other bursts in flight (a window of N segments: N - 1 others) count too;
     # each flow's cells summed as a row of a flows x cores table (zero where no visit: one
     # table, not one a term)
-    others = net.pre["others"]
+    keep = 1 - net.pre["others"][c_flow]
+    if SPACED_PIECES:   # ... except at a core its pieces reach spaced (``_spaced_pieces``)
+        keep = np.where(_spaced_pieces(net, st, busy, g_core, g_flow)[c_flow, c_core], 1.0,
+                        keep)
     table = np.zeros((n, nc))
-    table[c_flow, c_core] = visits * (at_core[c_core] - own * (1 - others[c_flow]))
+    table[c_flow, c_core] = visits * (at_core[c_core] - own * keep)
     return table.sum(axis=1)
+
+
+# A flow's own other pieces are never in service at a core that the slowest data link spaces
+# them for (``_spaced_pieces``); False: they are found at a random phase there too. Off: with
+# the fluid engine's mean piece the step falls on the wrong side of a 64KB window at 2.5GbE
+# (its vCPU's work per piece 110.3 us, a piece's wire time 111.5; the DES's unequal pieces,
+# 34752 + 30784 bytes, couple there: fluid on 1.862 Gbps, off 1.689, DES 1.639).
+SPACED_PIECES = False
+
+
+def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
+                   g_flow: np.ndarray) -> np.ndarray:
+    """Per (flow, core): whether the flow's pieces reach that core spaced so that none finds
+    the flow's own other piece in service there (``_residual_waits`` then counts the flow's
+    own classes there as not waited for).
+
+    The DES (e35_rx_single_vm, one session, 128KB window, 8KB messages, 2.5GbE, max_frames 16,
+    2 GHz, seed 2, 0.03 s after 0.03 s; ``TcpSender``, ``TcpReceiver`` and the contexts' tasks
+    logged): the window goes round as two pieces (65160 + 4344 bytes, and 61568), each a burst
+    that the link stores and forwards (221 and 212 us on the wire); the link serialises them,
+    so they reach the host's handler at least a piece's wire time apart, and every core after
+    it takes less than that per piece (the handler 86 us, the vCPU's receive pass, data ACK
+    train, read and update 205 us, the peer's softirq and sending thread under 40): no piece
+    found the other in service at any core (the handler and the vCPU free on arrival each
+    time), and the window went round in 535 us, the sum of the link's and the cores' service
+    on the piece's path. The fluid engine's residual waits counted the other piece at a random
+    phase at every core (59 us: 1.807 Gbps against the DES's 1.976).
+
+    So at a core where the flow's own work per piece (all its task classes there, at the
+    state's rates) is at most a piece's wire time on its slowest data link, the flow's own
+    other pieces are not waited for; the other flows' classes there still are. Only the
+    spacing that the link makes is counted: a core slower than the link spaces the pieces
+    itself, but the ones before it on the path meet them as it releases them (not traced).
+
+    Where it fails (why ``SPACED_PIECES`` is off): the DES's pieces are unequal (a window's
+    first piece 24 or 48 MSS, the rest after it: 34752 + 30784 bytes at 64KB, 69504 + 61568
+    at 128KB), the smaller one reaching the link while the larger is on the wire, so it
+    arrives one wire time of its own behind it; the larger piece's work (receive pass, data
+    ACK train, read, update) against the smaller's wire time decides: 208 against 212 us at
+    128KB (apart), 111 against 108 at 64KB (coupled: the smaller piece's receive pass runs
+    before the larger one's update, 22 us; the smaller waits 29 us at the link). The mean
+    piece cannot tell the second case (110.3 against 111.5 us)."""
+    n, nc = len(net.flows), len(net.cpu.core_clock)
+    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    pieces_s = np.where(chunk > 0, st.quantities[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
+    work = np.bincount(g_flow * nc + g_core, busy, n * nc).reshape(n, nc)
+    wire = net.pre["piece_wire_s"]
+    return (pieces_s[:, None] > 0) & (wire[:, None] > 0) & (
+        work <= wire[:, None] * pieces_s[:, None])
 
 
 def _task_classes(net: _Net) -> tuple:
