@@ -308,6 +308,10 @@ class _Flow:
     # window-update ACKs per read task: 1 under the ``frames`` ACK rule, 0 under Linux's
     # ``rcv_mss`` rule (tcp_cleanup_rbuf updates only a window that has halved)
     read_acks: float = 1.0
+    # the sender's HyStart exit (``hystart_low_window`` segments; 0: plain slow start, which
+    # doubles the window a round trip up to the receiver's window: ``_slow_start_pieces``)
+    hystart_low_window: int = 0
+    mss_wire: int = 0             # a full frame's bytes on the wire (one MSS of payload)
 
 
 @dataclass
@@ -528,6 +532,9 @@ def describe_network(cfg: Config) -> _Net:
         fl = _Flow(fp, mss, hdr, seg, win, dict(per_g), seg_max=seg_max_bytes,
                    read_acks=read_acks)
         fl.refill, fl.chunk, fl.frame_wire, fl.ack_wire = refill, chunk, frame_wire, ack_wire
+        fl.hystart_low_window = (other_stack if fp.direction == "rx" else
+                                 cfg.guest.stack).hystart_low_window
+        fl.mss_wire = wire(mss + hdr)
         for section in ("data", "acks"):
             hops = getattr(fp, section)
             link_i = _receiving_from(hops)
@@ -614,6 +621,42 @@ def _reads_per_window(window: float, seg_max: int) -> int:
     one read each; 32, 48, 64, 96 and 128KB windows in two reads of half a window, 192KB in
     three of 64KB, though their segments are ceil(window / seg_max) a window)."""
     return 1 if window <= seg_max else max(2, int(window // seg_max))
+
+
+def _slow_start_pieces(fl: _Flow, initial_segments: int) -> tuple[float, float]:
+    """A writer-ahead sender's window of two pieces as its slow start leaves them (bytes, the
+    larger first). Each round's burst ``B`` (``initial_segments`` MSS, the sender's
+    ``TcpParams.initial_cwnd_segments``, doubling a round: ``models.tcp.TcpSender`` counts
+    bytes) is taken in, its data ACK train lets the sender fill the window but the unread
+    ``B`` (``W - B``, the congestion window allowing ``2B``), and the read's window update
+    sends ``B`` again; once ``2B >= W - B`` the window goes round as those two pieces, ``B``
+    and ``W - B``, for good. The DES (one session, 8KB messages, 2.5GbE, max_frames 16, 2 GHz,
+    seed 2, e35_rx_single_vm; the peer's ``TcpSender._send`` logged): initial window 3,
+    32KB: 17376 + 15392 bytes; 48KB: 17376 + 31776; 64KB: 34752 + 30784 (e35_tx_single_vm,
+    ``_coupled_rtt``: the same); 128KB: 69504 + 61568; initial window 4, 64KB: 23168 + 42368;
+    10, 64KB: 28960 (sent as 20272 + 8688) + 36576. The mean piece twice where the window
+    goes round in other than two pieces (``_reads_per_window``, ``_piled_windows``), behind a
+    refilling writer, or where HyStart may end the slow start below the window (not
+    traced)."""
+    window = fl.window
+    if fl.refill or not 0 < fl.chunk < window or round(window / fl.chunk) != 2 or (
+            fl.hystart_low_window and fl.hystart_low_window * fl.mss < window):
+        return fl.chunk, fl.chunk
+    burst = initial_segments * fl.mss
+    while 3 * burst < window:
+        burst *= 2
+    if burst >= window:
+        return fl.chunk, fl.chunk
+    return float(max(burst, window - burst)), float(min(burst, window - burst))
+
+
+def _payload_wire_s(net: _Net, fl: _Flow, payload: float) -> float:
+    """``payload`` bytes in full frames and a last partial one, on the flow's slowest data
+    link (s); a frame's bytes on the wire are its payload and ``mss_wire - mss``."""
+    full, part = divmod(payload, fl.mss)
+    over = fl.mss_wire - fl.mss
+    size = full * fl.mss_wire + (part + over if part > 0 else 0.0)
+    return max((size / net.link_rate[k] for k in fl.data_links), default=0.0)
 
 
 # A Linux sender with ``tso_win_divisor`` whose window holds that many whole TSO segments sends
@@ -1192,6 +1235,22 @@ def _precompute(net: _Net) -> None:
     pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
                                          / net.link_rate[k] for k in fl.data_links),
                                         default=0.0) for fl in net.flows])
+    # the window's two pieces as the slow start leaves them (``_slow_start_pieces``), where they
+    # are unequal: the larger first segment's (at most ``seg_max``) wire time over the
+    # smaller's (``_own_pieces``), and the time from the larger's first segment's last frame
+    # on the slowest data link to the window's last (``_spaced_pieces``: the rest follows it)
+    pieces = np.array([_slow_start_pieces(fl, net.cfg.tcp.initial_cwnd_segments)
+                       for fl in net.flows], dtype=float).reshape(len(net.flows), 2)
+    pre["pieces"], pre["unequal"] = pieces, pieces[:, 0] > pieces[:, 1]
+    first = [min(p, fl.seg_max) for p, fl in zip(pieces[:, 0], net.flows)]
+    pre["own_wire_diff_s"] = np.array([
+        _payload_wire_s(net, fl, f) - _payload_wire_s(net, fl, p) if u else 0.0
+        for fl, f, p, u in zip(net.flows, first, pieces[:, 1], pre["unequal"])])
+    pre["spacing_wire_s"] = np.array([
+        _payload_wire_s(net, fl, fl.window - f) if u else 0.0
+        for fl, f, u in zip(net.flows, first, pre["unequal"])])
+    # the entries whose work grows with a piece's bytes (its frames, bytes, calls, ACKs)
+    pre["grows"] = np.isin(net.e_q, (G, *_LINEAR, A))
     pre["classes"] = _task_classes(net)
     held = np.array([fl.chunk >= fl.window and fl.seg_max < fl.window < fl.seg_max + fl.mss
                      for fl in net.flows], dtype=bool)
@@ -1658,7 +1717,7 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(ctx & (per > 0), st.entry * scale / np.where(per > 0, per, 1)
                         / clock[net.e_key], 0.0)
-    on_loop = secs
+    on_loop = grown = secs
     if UPDATE_TRAIN_ON_LOOP:
         # A writer-ahead sender's window reopens with the read's window update, a train of its
         # own sent after the read; the data ACK trains left while the piece arrived and were
@@ -1680,7 +1739,12 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
             own = upd & ctx & (net.cpu.ctx_core[np.maximum(net.cpu.e_ctx, 0)]
                                == pre["reader_core"][net.e_flow])
             on_loop = np.where(own, secs + unit, unit)
+            grown = np.where(own, secs, 0.0)
+        grown = np.where(upd & ctx, grown, secs)   # the updates' own units do not grow
     t += np.bincount(net.e_flow, np.where(loop, on_loop, 0.0), n)
+    if SPACED_PIECES and pre["unequal"].any():   # the flow's own two pieces (``_own_pieces``)
+        t += _own_pieces(net, st, np.bincount(net.e_flow, np.where(
+            loop & pre["grows"], grown, 0.0), n))
     if RESIDUAL_WAITS:   # the tasks' residuals: the mean ACK train's
         t += _residual_waits(net, st, secs, loop, clock)
     if LINK_WAITS:   # the other flows' bursts in service on the links (``_link_waits``)
@@ -2006,11 +2070,13 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
 
 
 # A flow's own other pieces are never in service at a core that the slowest data link spaces
-# them for (``_spaced_pieces``); False: they are found at a random phase there too. Off: with
-# the fluid engine's mean piece the step falls on the wrong side of a 64KB window at 2.5GbE
-# (its vCPU's work per piece 110.3 us, a piece's wire time 111.5; the DES's unequal pieces,
-# 34752 + 30784 bytes, couple there: fluid on 1.862 Gbps, off 1.689, DES 1.639).
-SPACED_PIECES = False
+# them for (``_spaced_pieces``); a window of two unequal pieces (the slow start's,
+# ``_slow_start_pieces``) spaced all round goes round at its larger piece's pace, waiting for
+# the smaller one's receive pass where that reaches the reader first (``_own_pieces``); False:
+# the own pieces at a random phase everywhere. With the mean piece alone the step fell on the
+# wrong side of a 64KB window at 2.5GbE (fluid 1.862 Gbps against the DES's 1.643); with the
+# two pieces 1.650, and 1.921 at 128KB (DES 1.976; before, 1.689 and 1.807).
+SPACED_PIECES = True
 
 
 def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
@@ -2021,37 +2087,121 @@ def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
 
     The DES (e35_rx_single_vm, one session, 128KB window, 8KB messages, 2.5GbE, max_frames 16,
     2 GHz, seed 2, 0.03 s after 0.03 s; ``TcpSender``, ``TcpReceiver`` and the contexts' tasks
-    logged): the window goes round as two pieces (65160 + 4344 bytes, and 61568), each a burst
-    that the link stores and forwards (221 and 212 us on the wire); the link serialises them,
-    so they reach the host's handler at least a piece's wire time apart, and every core after
-    it takes less than that per piece (the handler 86 us, the vCPU's receive pass, data ACK
-    train, read and update 205 us, the peer's softirq and sending thread under 40): no piece
-    found the other in service at any core (the handler and the vCPU free on arrival each
-    time), and the window went round in 535 us, the sum of the link's and the cores' service
-    on the piece's path. The fluid engine's residual waits counted the other piece at a random
-    phase at every core (59 us: 1.807 Gbps against the DES's 1.976).
+    logged; ``/tmp/rxd_tr.txt``): the window goes round as two pieces (65160 + 4344 bytes,
+    and 61568), each a burst that the link stores and forwards; the link serialises them, so
+    the host's handler starts on the smaller one 224 us after the larger (its tail's and its
+    own wire time), and every core after it takes less than that per piece (the handler 88
+    us, the vCPU from the larger's receive pass to its window update 224, the peer's softirq
+    and sending thread under 40): no piece found the other in service at any core (the vCPU
+    free 0.2 us before the smaller piece's pass), and the window went round in 531 us. The
+    fluid engine's residual waits counted the other piece at a random phase at every core
+    (59 us: 1.807 Gbps against the DES's 1.976).
 
-    So at a core where the flow's own work per piece (all its task classes there, at the
-    state's rates) is at most a piece's wire time on its slowest data link, the flow's own
-    other pieces are not waited for; the other flows' classes there still are. Only the
-    spacing that the link makes is counted: a core slower than the link spaces the pieces
-    itself, but the ones before it on the path meet them as it releases them (not traced).
-
-    Where it fails (why ``SPACED_PIECES`` is off): the DES's pieces are unequal (a window's
-    first piece 24 or 48 MSS, the rest after it: 34752 + 30784 bytes at 64KB, 69504 + 61568
-    at 128KB), the smaller one reaching the link while the larger is on the wire, so it
-    arrives one wire time of its own behind it; the larger piece's work (receive pass, data
-    ACK train, read, update) against the smaller's wire time decides: 208 against 212 us at
-    128KB (apart), 111 against 108 at 64KB (coupled: the smaller piece's receive pass runs
-    before the larger one's update, 22 us; the smaller waits 29 us at the link). The mean
-    piece cannot tell the second case (110.3 against 111.5 us)."""
+    A window of two unequal pieces (``_slow_start_pieces``; ``_piece_work``): spaced where the
+    larger piece's work before its window update is at most the time from its first
+    segment's last frame to the window's last frame on the slowest data link (the smaller
+    piece, and the larger's tail, follow it there: 224 us at 128KB, 105 at 64KB). The DES
+    (the same draw; the 64KB one, seed 2): the smaller piece's receive pass reaches the
+    reader's vCPU 224 us after the larger's at 128KB, 101 at 64KB, the larger's work there up
+    to its read's end being 219 and 110 us: apart at 128KB, coupled at 64KB (``_own_pieces``).
+    Other windows: the mean piece's work against its wire time. Only the spacing that the
+    link makes is counted: a core slower than the link spaces the pieces itself, but the ones
+    before it on the path meet them as it releases them (not traced)."""
     n, nc = len(net.flows), len(net.cpu.core_clock)
     chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
     pieces_s = np.where(chunk > 0, st.quantities[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
     work = np.bincount(g_flow * nc + g_core, busy, n * nc).reshape(n, nc)
     wire = net.pre["piece_wire_s"]
-    return (pieces_s[:, None] > 0) & (wire[:, None] > 0) & (
+    mean = (pieces_s[:, None] > 0) & (wire[:, None] > 0) & (
         work <= wire[:, None] * pieces_s[:, None])
+    unequal = net.pre["unequal"]
+    if not unequal.any():
+        return mean
+    spaced, traced, _, _ = _two_pieces(net, st)
+    return np.where(unequal[:, None], spaced & traced[:, None], mean)
+
+
+def _two_pieces(net: _Net, st: State) -> tuple:
+    """For the windows of two unequal pieces (``_slow_start_pieces``): per (flow, core)
+    whether the pieces reach it spaced (the larger piece's work there before its window
+    update, ``_piece_work``, at most ``spacing_wire_s``; at the reader's core, where the
+    smaller piece's receive pass goes before that update, counted by ``_own_pieces``, not as
+    a residual at a random phase); per flow whether they are spaced at every core but that
+    coupling (the loop the DES traced: the link sets the pieces' phase all round), whether
+    they couple at the reader's core, and the smaller piece's receive pass there (s). A
+    window whose pieces meet at any other core goes round as before (its own other piece at
+    a random phase everywhere, ``_residual_waits``): the DES (team_10g_1flow, 64KB, 10GbE,
+    seeds 1 and 2, 0.03 s after 0.03 s; 4.185 Gbps) is nearer that (4.225) than either the
+    spaced cores' rule (4.416) or the two pieces' loops (4.103)."""
+    big, pass_s = _piece_work(net, st)
+    spaced = big <= net.pre["spacing_wire_s"][:, None]
+    rd = net.pre["reader_core"]
+    n = len(net.flows)
+    coupled = net.pre["unequal"] & (rd >= 0) & (pass_s > 0) & ~spaced[np.arange(n),
+                                                                        np.maximum(rd, 0)]
+    at = np.flatnonzero(coupled)
+    spaced[at, rd[at]] = True
+    traced = net.pre["unequal"] & spaced.all(axis=1)
+    return spaced, traced, coupled & traced, pass_s
+
+
+def _piece_work(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
+    """Per (flow, core), the larger of a window's two pieces' work before its window update
+    (s; each entry's work per mean piece less the update's unit, the entries that grow with
+    the bytes scaled to the larger piece); per flow, the smaller piece's receive pass at its
+    reader's core (its data-side work there but the read and the halt wake-up: the core is
+    busy when it arrives, ``_own_pieces``)."""
+    pre, cpu = net.pre, net.cpu
+    n, nc = len(net.flows), len(cpu.core_clock)
+    Q = st.quantities
+    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    f = net.e_flow
+    ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0)
+    clock = pre["key_clock"][net.e_key]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pieces_s = np.where(chunk > 0, Q[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
+        ps, qe = pieces_s[f], Q[f, net.e_q]
+        per_piece = np.where(ctx & (ps > 0), st.entry / np.where(ps > 0, ps, 1) / clock, 0.0)
+        unit = np.where(ctx & (qe > 0), st.entry / np.where(qe > 0, qe, 1) / clock, 0.0)
+        big, small = (np.where(chunk > 0, pre["pieces"][:, i] / np.where(chunk > 0, chunk, 1),
+                               1.0)[f] for i in (0, 1))
+    grows = pre["grows"]
+    before = np.maximum(per_piece - np.where(pre["update_loop"], unit, 0.0), 0.0) \
+        * np.where(grows, big, 1.0)
+    core = np.where(ctx, cpu.ctx_core[np.maximum(cpu.e_ctx, 0)], 0)
+    work = np.bincount(f * nc + core, np.where(ctx, before, 0.0), n * nc).reshape(n, nc)
+    rx_pass = ctx & (core == pre["reader_core"][f]) & (net.e_section == 0) \
+        & ~net.e_recv_app & ~net.e_halt & ~net.e_background
+    pass_s = np.bincount(f, np.where(rx_pass, per_piece * np.where(grows, small, 1.0), 0.0), n)
+    return work, pass_s
+
+
+def _own_pieces(net: _Net, st: State, grown_s: np.ndarray) -> np.ndarray:
+    """What a window of two unequal pieces (``_slow_start_pieces``) adds to the mean piece's
+    round trip (s): the window goes round at the larger piece's pace, the smaller one waiting
+    behind it (at the link, in the DES), so the mean piece's loop is half the difference of
+    the two pieces' loops longer: their first segments' wire times
+    (``own_wire_diff_s``) and their service on the loop that grows with the bytes
+    (``grown_s``, the mean piece's); and where the larger piece's work at its reader's core
+    before its window update outlasts the smaller piece's spacing (``_spaced_pieces``), the
+    smaller piece's receive pass runs before that update, which the window then waits for.
+
+    The DES (e35_rx_single_vm, 1 session, 8KB messages, 2.5GbE, max_frames 16, 2 GHz, seed 2,
+    0.03 s after 0.03 s; ``TcpSender``, ``TcpReceiver`` and the tasks logged): at 128KB the
+    smaller piece waits 37 us at the link and the window goes round in the larger's 535 us
+    (1.976 Gbps); at 64KB the smaller piece's receive pass (22 us) goes before the larger's
+    update (its read ends 110 us after its receive pass began, the smaller arrives at 101)
+    and the window goes round in 320 us (1.643 Gbps). Without this the fluid engine had
+    1.807 and 1.689 (the flow's own other piece at a random phase, ``_residual_waits``)."""
+    pre = net.pre
+    uneq = pre["unequal"]
+    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(uneq, (pre["pieces"][:, 0] - pre["pieces"][:, 1])
+                         / np.where(chunk > 0, chunk, 1), 0.0)
+    _, traced, coupled, pass_s = _two_pieces(net, st)
+    return np.where(traced, (pre["own_wire_diff_s"] + share * grown_s) / 2, 0.0) \
+        + np.where(coupled, pass_s, 0.0)
 
 
 def _task_classes(net: _Net) -> tuple:

@@ -296,8 +296,10 @@ def _residual_waits_direct(net, st, secs, loop, clock):
     cell = g_flow[g_loop] * nc + g_core[g_loop]
     own = np.bincount(cell, res[g_loop], n * nc).reshape(n, nc)
     visits = np.bincount(cell, None, n * nc).reshape(n, nc).astype(float)
-    others = net.pre["others"]
-    return (visits * (at_core[None, :] - own * (1 - others[:, None]))).sum(axis=1)
+    keep = 1 - net.pre["others"][:, None]
+    if fluid.SPACED_PIECES:   # the same rule, on these classes (``_spaced_pieces``)
+        keep = np.where(fluid._spaced_pieces(net, st, busy, g_core, g_flow), 1.0, keep)
+    return (visits * (at_core[None, :] - own * keep)).sum(axis=1)
 
 
 @pytest.mark.parametrize("overrides", [CASES[0], CASES[1], ["experiment=e35_rx_scaling",
