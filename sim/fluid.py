@@ -1740,6 +1740,8 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
                                == pre["reader_core"][net.e_flow])
             on_loop = np.where(own, secs + unit, unit)
             grown = np.where(own, secs, 0.0)
+        else:
+            grown = np.zeros_like(secs)
         grown = np.where(upd & ctx, grown, secs)   # the updates' own units do not grow
     t += np.bincount(net.e_flow, np.where(loop, on_loop, 0.0), n)
     if SPACED_PIECES and pre["unequal"].any():   # the flow's own two pieces (``_own_pieces``)
