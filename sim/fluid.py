@@ -2190,7 +2190,7 @@ def _own_pieces(net: _Net, st: State, grown_s: np.ndarray) -> np.ndarray:
 
     The DES (e35_rx_single_vm, 1 session, 8KB messages, 2.5GbE, max_frames 16, 2 GHz, seed 2,
     0.03 s after 0.03 s; ``TcpSender``, ``TcpReceiver`` and the tasks logged): at 128KB the
-    smaller piece waits 37 us at the link and the window goes round in the larger's 535 us
+    smaller piece waits 37 us at the link and the window goes round at the larger's pace, 531 us
     (1.976 Gbps); at 64KB the smaller piece's receive pass (22 us) goes before the larger's
     update (its read ends 110 us after its receive pass began, the smaller arrives at 101)
     and the window goes round in 320 us (1.643 Gbps). Without this the fluid engine had
