@@ -1231,10 +1231,6 @@ def _precompute(net: _Net) -> None:
                                   1.0)
     pre["refill"] = np.array([fl.refill for fl in net.flows], dtype=bool)[net.e_flow]
     pre["others"] = 1 - chunk / window
-    # a piece's time on its slowest data link (``_residual_waits``: its pieces' spacing)
-    pre["piece_wire_s"] = np.array([max((math.ceil(fl.chunk / fl.mss) * fl.frame_wire
-                                         / net.link_rate[k] for k in fl.data_links),
-                                        default=0.0) for fl in net.flows])
     # the window's two pieces as the slow start leaves them (``_slow_start_pieces``), where they
     # are unequal: the larger first segment's (at most ``seg_max``) wire time over the
     # smaller's (``_own_pieces``), and the time from the larger's first segment's last frame
@@ -1259,8 +1255,9 @@ def _precompute(net: _Net) -> None:
     reader[net.e_flow[rd]] = net.cpu.ctx_core[net.cpu.e_ctx[rd]]
     pre["reader_core"] = reader
     pre["link_waits"] = _link_wait_index(net)
-    # per flow, what ``_coupled_rtt`` reads that the rates do not change: the next piece's
-    # wire time on the slowest data link (s, above), a piece of several segments
+    # per flow, what ``_coupled_rtt`` and ``_spaced_pieces`` read that the rates do not
+    # change: a piece's wire time on the slowest data link (s, above), a piece of several
+    # segments
     pre["piece_wire_s"] = np.array(piece_wire, dtype=float)
     pre["several"] = np.array([fl.chunk > fl.seg_max for fl in net.flows], dtype=bool)
     pre["update_loop"] = (net.e_section == 1) & (net.read_acks[net.e_flow] > 0) \
