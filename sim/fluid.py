@@ -371,12 +371,12 @@ def _core_key(core, who: str) -> str:
 WHOLE_SEGMENT = math.inf
 
 
-def describe_network(cfg: Config) -> _Net:
+def describe_network(cfg: Config, replication: int = 0) -> _Net:
     """Build the model (not run) and read its paths and capacities."""
     if cfg.workload.kind not in ("tcp_stream", "http", "udp_multicast"):
         raise ValueError(f"fluid engine: workload.kind={cfg.workload.kind!r} not modelled yet "
                          "(tcp_stream, udp_multicast; http as bulk streams)")
-    model = build(cfg, declare_only=True)   # read, never run: no TCP state
+    model = build(cfg, replication, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     link_rate, link_prop = {}, {}
@@ -2479,20 +2479,22 @@ def _collector_paused():
             gc.collect(0)
 
 
-def solve(cfg: Config):
-    """The fluid engine's answer for ``cfg``: a ``sim.runner.Results`` (summary, tables)."""
+def solve(cfg: Config, replication: int = 0):
+    """The fluid engine's answer for ``cfg``: a ``sim.runner.Results`` (summary, tables).
+    ``replication``: whose random draws build the model (RSS and teaming hash salts, MACs), as
+    the DES's replication of that number does."""
     with _collector_paused():
-        return _solve(cfg)
+        return _solve(cfg, replication)
 
 
-def _solve(cfg: Config):
+def _solve(cfg: Config, replication: int = 0):
     from sim.runner import Results
     if cfg.workload.kind == "udp_multicast":
-        return _solve_multicast(cfg)
+        return _solve_multicast(cfg, replication)
     if cfg.workload.kind in ("tcp_rr", "ping"):   # request/response loops: sim/fluid_rr.py
         from sim import fluid_rr
-        return fluid_rr.solve(cfg)
-    net = describe_network(cfg)
+        return fluid_rr.solve(cfg, replication=replication)
+    net = describe_network(cfg, replication)
     fill, st, aux = _solve_piled(net)
     # No timings in the results: the same config gives the same numbers (time it outside).
     summary, tables = _report(net, fill, st, aux)
@@ -2662,10 +2664,24 @@ ROBUST_JITTER_CV = 0.2
 ROBUST_WARMUP_S = 0.3
 
 
-def _one_point(goodputs: list[float]) -> bool:
-    """Whether replications' goodputs (Gbps) agree within ``SAME_POINT_TOL`` of their mean."""
-    mean = float(np.mean(goodputs))
-    return mean <= 0 or (max(goodputs) - min(goodputs)) <= SAME_POINT_TOL * mean
+def _one_point(values: list[float]) -> bool:
+    """Whether replications' values (goodputs, or goodputs over the fluid engine's for the same
+    draws) agree within ``SAME_POINT_TOL`` of their mean (NaNs left out)."""
+    x = [v for v in values if not math.isnan(v)]
+    mean = float(np.mean(x)) if x else 0.0
+    return len(x) < 2 or mean <= 0 or (max(x) - min(x)) <= SAME_POINT_TOL * mean
+
+
+def _over_fluid(reps: list[dict], fls: list) -> list[float]:
+    """Each DES replication's goodput over the fluid engine's for the same draws (``fls``, one
+    ``Results`` a replication; none: the DES's goodputs alone)."""
+    return [r.get("goodput_gbps", math.nan) / ((fls[i].summary.get("goodput_gbps") or math.nan)
+                                               if fls else 1.0) for i, r in enumerate(reps)]
+
+
+# ``compare_all``'s metrics, the fluid engine's averaged over the replications' draws
+_COMPARED_ALL = ("goodput_gbps", "host_cpu_util_pct", "transactions_per_s",
+                 "multicast_loss_ratio")
 
 
 def compare_all(names: list[str], config_dir: str = "configs", measure_s: float = 0.3,
@@ -2676,11 +2692,13 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
     relative differences (fluid - des) / des, the DES's loss and whether it was in steady state
     (loss ratio, multicast loss included, at most ``STEADY_LOSS_RATIO``: a run past loss onset
     loses more as its queues stay full, which the fluid engine does not model), TCP_RR's
-    transactions/s and the fluid regime and binding constraint. ``des_point``: ``one`` where
-    the replications agree (``_one_point``); where they do not, the DES columns are its
-    robust point (``ROBUST_JITTER_CV``; ``robust``), or, if those disagree too, the first run's
-    mean (``several``); ``des_goodput_range_gbps``: the first run's replications' goodputs,
-    lowest and highest. ``out``: the CSV, rewritten after every row (a long run can be watched
+    transactions/s and the fluid regime and binding constraint. The fluid engine solves each
+    replication's draws (``solve(cfg, r)``) and its columns are their mean. ``des_point``:
+    ``one`` where the replications agree (``_one_point`` on each one's DES goodput over the
+    fluid engine's for its draws); where they do not, the DES columns are its robust point
+    (``ROBUST_JITTER_CV``; ``robust``), or, if those disagree too, the first run's mean
+    (``several``); ``des_goodput_range_gbps``: the first run's replications' goodputs, lowest
+    and highest. ``out``: the CSV, rewritten after every row (a long run can be watched
     and stopped)."""
     from sim.compose import compose_checked
     from sim.runner import run_experiment
@@ -2691,30 +2709,34 @@ def compare_all(names: list[str], config_dir: str = "configs", measure_s: float 
                                            warmup_s=warmup_s, replications=replications))
         res = run_experiment(des_cfg)
         des, point = res.summary, "one"
+        # the fluid engine per replication: each DES replication draws its own hash salts and
+        # MACs (``sim.builder.stream``), which can put flows on other queues or uplinks
+        try:
+            fls = [solve(cfg, r) for r in range(replications)]
+            bn = fls[0].tables["bottleneck"]
+            binding = bn["constraint"].mode().iloc[0] if len(bn) else ""
+            fl = dict(fls[0].summary)
+            for m in _COMPARED_ALL:
+                fl[m] = float(np.mean([f.summary.get(m, math.nan) for f in fls]))
+            error = ""
+        except ValueError as exc:      # a kind the fluid engine does not model
+            fls, fl, binding, error = [], {}, "", str(exc)
         goodputs = [r.get("goodput_gbps", math.nan) for r in res.replications]
-        if not all(map(math.isnan, goodputs)) and not _one_point(goodputs):
+        if not _one_point(_over_fluid(res.replications, fls)):
             robust_cfg = replace(des_cfg, host=replace(cfg.host, cpu=replace(
                 cfg.host.cpu, jitter_cv=ROBUST_JITTER_CV)), run=replace(
                 des_cfg.run, warmup_s=max(warmup_s, ROBUST_WARMUP_S)))
             robust = run_experiment(robust_cfg)
             point = "several"
-            if _one_point([r["goodput_gbps"] for r in robust.replications]):
+            if _one_point(_over_fluid(robust.replications, fls)):
                 des, point = robust.summary, "robust"
-        try:
-            res = solve(cfg)
-            fl, bn = res.summary, res.tables["bottleneck"]
-            binding = bn["constraint"].mode().iloc[0] if len(bn) else ""
-            error = ""
-        except ValueError as exc:      # a kind the fluid engine does not model
-            fl, binding, error = {}, "", str(exc)
         loss = max(des.get("loss_ratio", 0.0), des.get("multicast_loss_ratio", 0.0) or 0.0)
         row = {"experiment": name, "kind": cfg.workload.kind,
                "des_measure_s": measure_s, "des_replications": replications,
                "des_steady": bool(loss <= STEADY_LOSS_RATIO), "des_loss_ratio": loss,
                "des_point": point,
                "des_goodput_range_gbps": f"{min(goodputs):.4g}-{max(goodputs):.4g}"}
-        for m in ("goodput_gbps", "host_cpu_util_pct", "transactions_per_s",
-                  "multicast_loss_ratio"):
+        for m in _COMPARED_ALL:
             d, f = des.get(m, math.nan), fl.get(m, math.nan)
             row[f"des_{m}"], row[f"fluid_{m}"] = d, f
             row[f"{m}_rel_diff"] = (f - d) / d if d and not math.isnan(d) else math.nan
@@ -2782,8 +2804,8 @@ class _McNet:
     unknown: set = field(default_factory=set)
 
 
-def _mc_network(cfg: Config) -> _McNet:
-    model = build(cfg, declare_only=True)   # read, never run: no TCP state
+def _mc_network(cfg: Config, replication: int = 0) -> _McNet:
+    model = build(cfg, replication, declare_only=True)   # read, never run: no TCP state
     paths = flow_paths(model)
     wl = model.workload
     mc = cfg.workload.multicast
@@ -3151,13 +3173,13 @@ def _mc_demands(net: _McNet, rates, cpu: _CpuView) -> _McState:
     return _McState(x, Q, entry, key_load)
 
 
-def _solve_multicast(cfg: Config):
+def _solve_multicast(cfg: Config, replication: int = 0):
     """Progressive filling of the receivers and their streams: a stream's rate (what its
     vector takes from the NIC) is bounded by its offered rate and by everything it crosses up
     to the vector, where each member's copy is made at the stream's rate; a receiver's rate by
     its stream's (it freezes with it) and by its own contexts. The excess is lost."""
     from sim.runner import Results
-    net = _mc_network(cfg)
+    net = _mc_network(cfg, replication)
     n = len(net.lam)
     cpu = _cpu_view(net, net.tasks)
     by_core: dict[str, list[int]] = {}

@@ -223,8 +223,9 @@ def _price(hop, table: dict, msg: _Message, per_byte: bool, unknown: set) -> _Ta
     return _Task(hop.name, terms, halt, off)
 
 
-def solve(cfg: Config, iterations: int = 30):
-    """The steady state of a TCP_RR run of one session: a ``sim.runner.Results``."""
+def solve(cfg: Config, iterations: int = 30, replication: int = 0):
+    """The steady state of a TCP_RR run of one session: a ``sim.runner.Results``
+    (``replication``: whose random draws build the model, as ``sim.fluid.solve``)."""
     from sim.fluid import _contexts_by_name, _placement
     from sim.runner import Results
     n_sessions = cfg.workload.vms * cfg.workload.sessions_per_vm
@@ -239,7 +240,7 @@ def solve(cfg: Config, iterations: int = 30):
         raise ValueError(f"fluid engine: tcp_rr messages larger than one MSS ({_mss(cfg)} "
                          f"bytes) are not modelled (TCP's segmenting and ACKs of a multi-frame "
                          f"message)")
-    model = build(cfg)
+    model = build(cfg, replication)
     ctx_core, ctx_host, core_clock, core_host = _placement(model)
     ctx_obj = _contexts_by_name(model)
     co_of = _coalescers(model)
