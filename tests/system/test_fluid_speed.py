@@ -208,9 +208,9 @@ def test_the_collector_is_off_in_a_solve_and_back_after(monkeypatch):
     import gc
     seen = []
     inner = fluid._solve
-    monkeypatch.setattr(fluid, "_solve", lambda cfg: seen.append(gc.isenabled()) or inner(cfg))
     monkeypatch.setattr(fluid, "_solve", lambda cfg, replication=0: seen.append(gc.isenabled())
                         or inner(cfg, replication))
+    cfg = compose_checked("configs", CASES[0])
     assert gc.isenabled()
     fluid.solve(cfg)
     assert seen == [False] and gc.isenabled()
