@@ -1741,11 +1741,12 @@ def _rtt0(net: _Net, st: State, with_service: bool = True) -> np.ndarray:
             grown = np.zeros_like(secs)
         grown = np.where(upd & ctx, grown, secs)   # the updates' own units do not grow
     t += np.bincount(net.e_flow, np.where(loop, on_loop, 0.0), n)
-    if SPACED_PIECES and pre["unequal"].any():   # the flow's own two pieces (``_own_pieces``)
+    two = _two_pieces(net, st) if SPACED_PIECES and pre["unequal"].any() else None
+    if two is not None:   # the flow's own two pieces (``_own_pieces``)
         t += _own_pieces(net, st, np.bincount(net.e_flow, np.where(
-            loop & pre["grows"], grown, 0.0), n))
+            loop & pre["grows"], grown, 0.0), n), two)
     if RESIDUAL_WAITS:   # the tasks' residuals: the mean ACK train's
-        t += _residual_waits(net, st, secs, loop, clock)
+        t += _residual_waits(net, st, secs, loop, clock, two)
     if LINK_WAITS:   # the other flows' bursts in service on the links (``_link_waits``)
         t += _link_waits(net, st)
     return t
@@ -2014,7 +2015,7 @@ def _link_wait_index(net: _Net) -> tuple | None:
 
 
 def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
-                    clock: np.ndarray) -> np.ndarray:
+                    clock: np.ndarray, two: tuple | None = None) -> np.ndarray:
     """Each flow's waiting time per round trip behind work that is not its own loop's: at every
     visit of its window's burst (or ACK train) to a core, the task in service there, if any,
     finishes first (cores serve FIFO, without preemption). A task class ``h`` (one context's
@@ -2061,8 +2062,8 @@ def _residual_waits(net: _Net, st: State, secs: np.ndarray, loop: np.ndarray,
     # table, not one a term)
     keep = 1 - net.pre["others"][c_flow]
     if SPACED_PIECES:   # ... except at a core its pieces reach spaced (``_spaced_pieces``)
-        keep = np.where(_spaced_pieces(net, st, busy, g_core, g_flow)[c_flow, c_core], 1.0,
-                        keep)
+        keep = np.where(_spaced_pieces(net, st, busy, g_core, g_flow, two)[c_flow, c_core],
+                        1.0, keep)
     table = np.zeros((n, nc))
     table[c_flow, c_core] = visits * (at_core[c_core] - own * keep)
     return table.sum(axis=1)
@@ -2079,7 +2080,7 @@ SPACED_PIECES = True
 
 
 def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
-                   g_flow: np.ndarray) -> np.ndarray:
+                   g_flow: np.ndarray, two: tuple | None = None) -> np.ndarray:
     """Per (flow, core): whether the flow's pieces reach that core spaced so that none finds
     the flow's own other piece in service there (``_residual_waits`` then counts the flow's
     own classes there as not waited for).
@@ -2107,7 +2108,7 @@ def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
     link makes is counted: a core slower than the link spaces the pieces itself, but the ones
     before it on the path meet them as it releases them (not traced)."""
     n, nc = len(net.flows), len(net.cpu.core_clock)
-    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    chunk = net.pre["chunk"]
     pieces_s = np.where(chunk > 0, st.quantities[:, G] / np.where(chunk > 0, chunk, 1), 0.0)
     work = np.bincount(g_flow * nc + g_core, busy, n * nc).reshape(n, nc)
     wire = net.pre["piece_wire_s"]
@@ -2116,7 +2117,7 @@ def _spaced_pieces(net: _Net, st: State, busy: np.ndarray, g_core: np.ndarray,
     unequal = net.pre["unequal"]
     if not unequal.any():
         return mean
-    spaced, traced, _, _ = _two_pieces(net, st)
+    spaced, traced, _, _ = two if two is not None else _two_pieces(net, st)
     return np.where(unequal[:, None], spaced & traced[:, None], mean)
 
 
@@ -2153,7 +2154,7 @@ def _piece_work(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
     pre, cpu = net.pre, net.cpu
     n, nc = len(net.flows), len(cpu.core_clock)
     Q = st.quantities
-    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    chunk = pre["chunk"]
     f = net.e_flow
     ctx = (net.e_section >= 0) & (cpu.e_ctx >= 0)
     clock = pre["key_clock"][net.e_key]
@@ -2175,7 +2176,8 @@ def _piece_work(net: _Net, st: State) -> tuple[np.ndarray, np.ndarray]:
     return work, pass_s
 
 
-def _own_pieces(net: _Net, st: State, grown_s: np.ndarray) -> np.ndarray:
+def _own_pieces(net: _Net, st: State, grown_s: np.ndarray,
+                two: tuple | None = None) -> np.ndarray:
     """What a window of two unequal pieces (``_slow_start_pieces``) adds to the mean piece's
     round trip (s): the window goes round at the larger piece's pace, the smaller one waiting
     behind it (at the link, in the DES), so the mean piece's loop is half the difference of
@@ -2193,12 +2195,11 @@ def _own_pieces(net: _Net, st: State, grown_s: np.ndarray) -> np.ndarray:
     and the window goes round in 320 us (1.643 Gbps). Without this the fluid engine had
     1.807 and 1.689 (the flow's own other piece at a random phase, ``_residual_waits``)."""
     pre = net.pre
-    uneq = pre["unequal"]
-    chunk = np.array([fl.chunk for fl in net.flows], dtype=float)
+    uneq, chunk = pre["unequal"], pre["chunk"]
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(uneq, (pre["pieces"][:, 0] - pre["pieces"][:, 1])
                          / np.where(chunk > 0, chunk, 1), 0.0)
-    _, traced, coupled, pass_s = _two_pieces(net, st)
+    _, traced, coupled, pass_s = two if two is not None else _two_pieces(net, st)
     return np.where(traced, (pre["own_wire_diff_s"] + share * grown_s) / 2, 0.0) \
         + np.where(coupled, pass_s, 0.0)
 
